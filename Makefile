@@ -1,0 +1,70 @@
+# The two commands of the README: `make demo` and `make test`. Everything else is a part of them.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+
+# Scenarios in the order they build on each other; slow ones run with `make molecule-slow`.
+MOLECULE_SCENARIOS := harness
+MOLECULE_SLOW :=
+
+.PHONY: setup host-packages docker lint sanity unit integration molecule molecule-slow test test-fast build clean
+
+setup: $(VENV)/.installed .collections/ansible_collections/amx/cluster
+
+$(VENV)/.installed: requirements.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "make setup: Python 3.11 or newer is needed for the controller (found $$($(PYTHON) --version))" >&2; exit 1; }
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt 2>&1 \
+	  | grep -v "is ignored: it is neither a file nor a directory" || true
+	@$(VENV)/bin/python -m pip check >/dev/null
+	@touch $@
+
+# The checkout is the collection: link it where ansible.cfg's collections_path looks.
+.collections/ansible_collections/amx/cluster:
+	@mkdir -p $(@D)
+	@ln -sfn ../../.. $@
+
+host-packages:
+	@bash tests/host-packages.sh
+
+docker:
+	@bash tests/cluster/docker-engine.sh
+
+lint: setup
+	ansible-lint
+	yamllint --strict .
+	ruff check .
+	ruff format --check .
+
+sanity: setup
+	bash tests/sanity/run.sh
+
+unit: setup
+	pytest -q tests/unit
+
+integration: setup host-packages
+	pytest -q tests/integration
+
+molecule: setup host-packages docker
+	@set -e; for s in $(MOLECULE_SCENARIOS); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
+
+molecule-slow: setup host-packages docker
+	@set -e; for s in $(MOLECULE_SLOW); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
+
+build: setup
+	ansible-galaxy collection build --force --output-path .cache/dist
+
+test: setup host-packages docker
+	@bash tests/run-checks.sh \
+	  "lint=$(MAKE) -s lint" \
+	  "sanity=$(MAKE) -s sanity" \
+	  "unit=$(MAKE) -s unit" \
+	  "integration=$(MAKE) -s integration" \
+	  "build=bash tests/build-install.sh" \
+	  "molecule=$(MAKE) -s molecule"
+
+clean:
+	rm -rf .cache/dist tests/output

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# ansible-test sanity needs the collection under ansible_collections/amx/cluster: lay a copy of the
+# tracked and new (not ignored) files out in a temporary folder, rather than moving the checkout.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# The pip version ansible-test bootstraps, read from its own source.
+requirements_py=$(python -c 'import ansible_test, os; print(os.path.dirname(ansible_test.__file__))')/_internal/python_requirements.py
+pip_version=$(grep -oP "pip='\K[0-9.]+" "$requirements_py" | head -n 1)
+cache=~/.ansible/test/cache
+mkdir -p "$cache"
+cp "$top/tests/sanity/get_pip.py" "$cache/get_pip_${pip_version//./_}.py"
+
+dest="$work/ansible_collections/amx/cluster"
+mkdir -p "$dest"
+(cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents -- {} "$dest/" 2>/dev/null || true)
+cd "$dest"
+git init -q . && git add -A >/dev/null
+ansible-test sanity --python 3.11 --color no "$@"
