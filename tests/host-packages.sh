@@ -2,7 +2,7 @@
 # Debian packages the test suite needs on this machine (the Docker engine is handled by
 # tests/cluster/docker-engine.sh). Installs only what is missing.
 set -euo pipefail
-wanted=(debootstrap git openssh-client mpich)
+wanted=(debootstrap git openssh-client mpich shellcheck)
 missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")

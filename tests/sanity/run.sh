@@ -15,7 +15,13 @@ cp "$top/tests/sanity/get_pip.py" "$cache/get_pip_${pip_version//./_}.py"
 
 dest="$work/ansible_collections/amx/cluster"
 mkdir -p "$dest"
-(cd "$top" && git ls-files -z --cached --others --exclude-standard | xargs -0 -I{} cp --parents -- {} "$dest/" 2>/dev/null || true)
+(
+  cd "$top"
+  git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' file; do
+    # A tracked file deleted in the work tree is not part of what gets tested.
+    if [ -e "$file" ]; then cp --parents -- "$file" "$dest/"; fi
+  done
+)
 cd "$dest"
 git init -q . && git add -A >/dev/null
 ansible-test sanity --python 3.11 --color no "$@"

@@ -1,0 +1,229 @@
+"""The cpu_facts module for real: run through `ansible` on this machine and compared with its own lscpu."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+import yaml
+from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import ProbeResult, gather_cpu_facts
+from ansible_collections.amx.cluster.plugins.modules import cpu_facts
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
+TOPOLOGY_KEYS = (
+    "vendor",
+    "model_name",
+    "sockets",
+    "cores_per_socket",
+    "threads_per_core",
+    "physical_cores",
+    "logical_cpus",
+    "numa_nodes",
+    "flags",
+    "amx_usable",
+)
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+
+
+def ansible_binary() -> str:
+    beside = pathlib.Path(sys.executable).parent / "ansible"
+    found = str(beside) if beside.exists() else shutil.which("ansible")
+    if not found:
+        pytest.fail("the ansible command is not installed beside this Python nor on PATH: run `make setup`")
+    return found
+
+
+def run_module(*args: str, path: str | None = None, check: bool = False) -> dict:
+    """`ansible localhost -m amx.cluster.cpu_facts` with the JSON callback; returns the host's result."""
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    )
+    if path is not None:
+        env["PATH"] = path
+    command = [
+        ansible_binary(),
+        "localhost",
+        "-i",
+        "localhost,",
+        "-c",
+        "local",
+        "-e",
+        f"ansible_python_interpreter={PYTHON}",
+        "-m",
+        "amx.cluster.cpu_facts",
+    ]
+    if args:
+        command += ["-a", " ".join(args)]
+    if check:
+        command.append("--check")
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    try:
+        document = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"ansible printed no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    result = document["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert proc.returncode == 0, result
+    return result
+
+
+def real_lscpu() -> dict:
+    """This machine's `lscpu -J`, read here without the module's parser."""
+    out = subprocess.run(
+        ["lscpu", "-J"], capture_output=True, text=True, check=True, env=dict(os.environ, LC_ALL="C")
+    ).stdout
+    fields = {}
+
+    def walk(entries):
+        for entry in entries:
+            if entry.get("data") is not None:
+                fields[entry["field"].rstrip(":")] = entry["data"]
+            walk(entry.get("children", []))
+
+    walk(json.loads(out)["lscpu"])
+    return fields
+
+
+def expand(cpulist: str) -> list:
+    cpus = []
+    for part in cpulist.split(","):
+        low, _, high = part.partition("-")
+        cpus += list(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+def this_machine_has_amx() -> bool:
+    return " amx_tile" in pathlib.Path("/proc/cpuinfo").read_text()
+
+
+needs_lscpu = pytest.mark.skipif(shutil.which("lscpu") is None, reason="lscpu (util-linux) is not installed")
+
+
+@pytest.fixture(scope="module")
+def facts_here() -> dict:
+    result = run_module()
+    assert result["changed"] is False
+    assert result["ansible_facts"]["amx_cpu"] == result["amx_cpu"]
+    return result["amx_cpu"]
+
+
+@needs_lscpu
+def test_module_agrees_with_lscpu_on_this_machine(facts_here):
+    lscpu = real_lscpu()
+    assert facts_here["architecture"] == lscpu["Architecture"] == os.uname().machine
+    assert facts_here["vendor"] == lscpu["Vendor ID"]
+    assert facts_here["model_name"] == lscpu["Model name"]
+    assert facts_here["sockets"] == int(lscpu["Socket(s)"])
+    assert facts_here["cores_per_socket"] == int(lscpu["Core(s) per socket"])
+    assert facts_here["threads_per_core"] == int(lscpu["Thread(s) per core"])
+    assert facts_here["physical_cores"] == int(lscpu["Socket(s)"]) * int(lscpu["Core(s) per socket"])
+    assert facts_here["logical_cpus"] == len(expand(lscpu["On-line CPU(s) list"])) == os.cpu_count()
+    numa = {k: v for k, v in lscpu.items() if k.startswith("NUMA node") and k.endswith("CPU(s)")}
+    nodes = {int(k.split()[1][len("node") :]): expand(v) for k, v in numa.items()}
+    assert facts_here["numa_nodes"] == [{"node": n, "cpus": nodes[n]} for n in sorted(nodes)]
+    assert facts_here["hypervisor"] == lscpu.get("Hypervisor vendor", "")
+    assert facts_here["virtualized"] is ("Hypervisor vendor" in lscpu)
+    for flag, present in facts_here["flags"].items():
+        assert present is (flag in lscpu["Flags"].split()), flag
+    assert facts_here["kernel_release"] == os.uname().release
+    assert facts_here["sources"] == ["/proc/cpuinfo", "lscpu -J", "uname"]
+
+
+def test_amx_is_not_usable_on_this_machine(facts_here):
+    if this_machine_has_amx():
+        pytest.skip("this machine's CPU has AMX; the test expects the AMX-less development machine")
+    assert facts_here["amx_usable"] is False
+    if facts_here["architecture"] == "x86_64":
+        assert facts_here["amx_reason"].startswith("no AMX flags in /proc/cpuinfo (missing: amx_tile")
+        assert facts_here["amx_probe"]["ran"] is True
+        assert facts_here["amx_probe"]["permission_granted"] is False
+        assert facts_here["amx_probe"]["tile_data_supported"] is False
+        assert facts_here["amx_probe"]["errno_name"]
+    else:
+        assert facts_here["amx_reason"].startswith("not x86_64")
+
+
+def test_check_mode_returns_the_same_facts(facts_here):
+    result = run_module(check=True)
+    assert result["changed"] is False
+    assert result["amx_cpu"] == facts_here
+
+
+def test_probe_false_reports_the_probe_as_not_run(facts_here):
+    result = run_module("probe=false")
+    assert result["amx_cpu"]["amx_probe"]["ran"] is False
+    assert result["amx_cpu"]["amx_probe"]["detail"] == "probe=false"
+    assert result["amx_cpu"]["amx_usable"] is False
+    assert result["amx_cpu"]["physical_cores"] == facts_here["physical_cores"]
+
+
+@needs_lscpu
+def test_falls_back_to_plain_lscpu_when_json_is_refused(tmp_path, facts_here):
+    """An lscpu older than util-linux 2.30 has no -J: a stand-in that refuses it, then runs the real one."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    stand_in = bindir / "lscpu"
+    stand_in.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do [ "$arg" = -J ] && { echo "lscpu: invalid option -- \'J\'" >&2; exit 1; }; done\n'
+        f'exec {shutil.which("lscpu")} "$@"\n'
+    )
+    stand_in.chmod(0o755)
+    result = run_module(path=f"{bindir}:{os.environ['PATH']}")
+    facts = result["amx_cpu"]
+    assert facts["sources"] == ["/proc/cpuinfo", "lscpu", "uname"]
+    for key in (*TOPOLOGY_KEYS, "hypervisor", "amx_reason"):
+        assert facts[key] == facts_here[key], key
+
+
+def test_cpuinfo_alone_when_lscpu_is_missing(tmp_path, facts_here):
+    """A PATH with every usual command except lscpu: /proc/cpuinfo and sysfs must give the same topology."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for folder in ("/usr/local/bin", "/usr/bin", "/bin"):
+        for entry in pathlib.Path(folder).glob("*"):
+            target = bindir / entry.name
+            if entry.name != "lscpu" and not target.exists():
+                target.symlink_to(entry)
+    result = run_module(path=str(bindir))
+    facts = result["amx_cpu"]
+    assert "lscpu" not in " ".join(facts["sources"])
+    for key in (*TOPOLOGY_KEYS, "virtualized"):
+        assert facts[key] == facts_here[key], key
+    if facts_here["hypervisor"]:
+        assert facts["hypervisor"] == "unknown"  # only the 'hypervisor' CPU flag is left to say so
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The documentation matches the code
+# ------------------------------------------------------------------------------------------------------------
+
+
+def test_documented_options_match_the_argspec():
+    documentation = yaml.safe_load(cpu_facts.DOCUMENTATION)
+    assert documentation["module"] == "cpu_facts"
+    assert documentation["options"] == {
+        "probe": {
+            "description": documentation["options"]["probe"]["description"],
+            "type": "bool",
+            "default": True,
+        }
+    }
+    source = pathlib.Path(cpu_facts.__file__).read_text()
+    assert 'argument_spec=dict(probe=dict(type="bool", default=True))' in source
+    yaml.safe_load(cpu_facts.EXAMPLES)
+
+
+def test_documented_return_keys_match_the_facts(facts_here):
+    returned = yaml.safe_load(cpu_facts.RETURN)["amx_cpu"]["contains"]
+    assert set(returned) == set(facts_here)
+    assert set(returned["amx_probe"]["contains"]) == set(facts_here["amx_probe"])
+    offline = gather_cpu_facts("processor\t: 0\nflags\t\t: fpu\n", None, "x86_64", "6.1.0", ProbeResult(ran=False))
+    assert set(offline) == set(returned)
