@@ -1,17 +1,25 @@
 #!/usr/bin/env bash
-# The collection as users get it: build the tarball, install it into an empty collections folder, and run
-# a playbook and a module from the installed copy (not from the checkout).
+# The collection as users get it: build the tarball, install it into an empty collections folder, and use
+# it from an unrelated folder whose configuration knows only that folder (not the checkout).
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cd "$top"
-ansible-galaxy collection build --force --output-path "$work/dist" >/dev/null
+
+ansible-galaxy collection build --force --output-path "$work/dist" "$top" >/dev/null
 tarball=$(ls "$work"/dist/amx-cluster-*.tar.gz)
-ansible-galaxy collection install --offline --no-deps -p "$work/collections" "$tarball" >/dev/null
-test -f "$work/collections/ansible_collections/amx/cluster/MANIFEST.json"
-# From an unrelated folder, with only the installed copy on the collections path.
+
+printf '[defaults]\ncollections_path = %s/collections\n' "$work" >"$work/ansible.cfg"
+export ANSIBLE_CONFIG="$work/ansible.cfg"
 cd "$work"
-export ANSIBLE_CONFIG=/dev/null ANSIBLE_COLLECTIONS_PATH="$work/collections"
-ansible-galaxy collection list amx.cluster | grep -q "amx.cluster"
-echo "build-install: $(basename "$tarball") builds and installs"
+ansible-galaxy collection install --offline --no-deps --force -p "$work/collections" "$tarball" >/dev/null
+installed="$work/collections/ansible_collections/amx/cluster"
+test -f "$installed/MANIFEST.json"
+ansible-galaxy collection list amx.cluster | grep -q "^amx.cluster "
+for excluded in tests molecule Makefile .ci; do
+  if [ -e "$installed/$excluded" ]; then
+    echo "build-install: $excluded is in the tarball; add it to build_ignore in galaxy.yml" >&2
+    exit 1
+  fi
+done
+echo "build-install: $(basename "$tarball") builds, installs and resolves as amx.cluster"
