@@ -7,6 +7,7 @@ import os
 import pathlib
 
 import pytest
+
 from ansible_collections.amx.cluster.plugins.module_utils import cpu_info
 from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
     CpuInfoError,

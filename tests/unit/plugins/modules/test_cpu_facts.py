@@ -11,6 +11,7 @@ import sys
 
 import pytest
 import yaml
+
 from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import ProbeResult, gather_cpu_facts
 from ansible_collections.amx.cluster.plugins.modules import cpu_facts
 
@@ -94,7 +95,7 @@ def real_lscpu() -> dict:
 def expand(cpulist: str) -> list:
     cpus = []
     for part in cpulist.split(","):
-        low, _, high = part.partition("-")
+        low, _sep, high = part.partition("-")
         cpus += list(range(int(low), int(high or low) + 1))
     return cpus
 

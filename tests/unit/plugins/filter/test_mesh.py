@@ -1,0 +1,27 @@
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.amx.cluster.plugins.filter.mesh import worker_aliases
+
+
+def test_aliases_follow_inventory_order():
+    assert worker_aliases(["w-b", "w-a", "w-c"]) == {"w-b": "node1", "w-a": "node2", "w-c": "node3"}
+
+
+def test_no_workers_is_a_one_node_cluster():
+    assert worker_aliases([], master="m") == {}
+
+
+@pytest.mark.parametrize(
+    ("workers", "master", "message"),
+    [
+        (["a", "b", "a"], None, "'a' is listed twice"),
+        (["a", "m"], "m", "the master 'm' is also in the workers group"),
+        ("a,b", None, "expected a list"),
+        (["a", ""], None, "expected a list"),
+    ],
+)
+def test_bad_worker_lists_are_refused(workers, master, message):
+    with pytest.raises(AnsibleFilterError, match="worker_aliases") as error:
+        worker_aliases(workers, master=master)
+    assert message in str(error.value)
