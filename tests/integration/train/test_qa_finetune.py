@@ -1,0 +1,173 @@
+"""qa_finetune.py for real: a bounded run that learns, alone and as 2 ranks under mpirun with gloo."""
+
+import json
+import math
+import subprocess
+import time
+
+import pytest
+from train_helpers import FILES, run_env
+
+from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
+from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command
+from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
+
+pytestmark = pytest.mark.slow
+
+BATCH = 16
+
+
+def training_args(tiny_qa, out, steps):
+    return [
+        "--model_name_or_path",
+        tiny_qa["model_dir"],
+        "--train_file",
+        tiny_qa["train_file"],
+        "--validation_file",
+        tiny_qa["validation_file"],
+        "--do_train",
+        "--do_eval",
+        "--per_device_train_batch_size",
+        str(BATCH),
+        "--max_steps",
+        str(steps),
+        "--learning_rate",
+        "3e-3",
+        "--max_seq_length",
+        "96",
+        "--doc_stride",
+        "32",
+        "--logging_steps",
+        "20",
+        "--output_dir",
+        str(out / "model"),
+        "--metrics_file",
+        str(out / "metrics.json"),
+        "--progress_file",
+        str(out / "progress.jsonl"),
+    ]
+
+
+def assert_learned(metrics):
+    before, after = metrics["eval_before"], metrics["eval_after"]
+    assert before["count"] == after["count"] == 120
+    assert after["f1"] > before["f1"] + 10, (before, after)
+    assert after["exact_match"] > before["exact_match"], (before, after)
+    assert metrics["train"]["loss_last"] < metrics["train"]["loss_first"]
+
+
+def assert_progress(path, steps):
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [line["step"] for line in lines] == list(range(20, steps + 1, 20))
+    for line in lines:
+        assert set(line) == {"step", "total_steps", "epoch", "loss", "samples_per_second", "eta_seconds", "rank"}
+        assert line["total_steps"] == steps
+        assert line["rank"] == 0
+        assert line["samples_per_second"] > 0
+    assert lines[-1]["eta_seconds"] == 0
+    assert lines[0]["eta_seconds"] > 0
+
+
+def test_one_process_learns_with_the_old_dialect_flags(train_python, tiny_qa, tmp_path):
+    steps = 120
+    started = time.time()
+    done = subprocess.run(
+        [
+            str(train_python),
+            str(FILES / "qa_finetune.py"),
+            *training_args(tiny_qa, tmp_path, steps),
+            # transformers 4.x flags: mapped onto use_cpu; the backend is dropped for one process.
+            "--no_cuda",
+            "--xpu_backend",
+            "gloo",
+        ],
+        capture_output=True,
+        text=True,
+        env=run_env(),
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    print("single-process run: {:.1f} s, {}".format(time.time() - started, json.dumps(metrics["eval_after"])))
+    assert_learned(metrics)
+    assert_progress(tmp_path / "progress.jsonl", steps)
+    assert metrics["world_size"] == 1
+    assert metrics["train"]["steps"] == steps
+    assert metrics["dialect"]["cpu_arg"] == "use_cpu"
+    assert metrics["dialect"]["backend"] is None
+    assert any("one process" in note for note in metrics["dialect"]["notes"])
+    assert [r["rank"] for r in metrics["ranks"]] == [0]
+    assert metrics["versions"]["torch"].startswith("2.13.0")
+    assert (tmp_path / "model" / "config.json").exists()
+    assert metrics["train"]["epoch_seconds"], "an epoch ended within 120 steps of 600 questions"
+
+
+def test_two_ranks_under_mpirun_with_gloo(
+    train_python, tiny_qa, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path
+):
+    """The collection's own launch rendering, run for real: 2 ranks on this machine, gloo, bf16."""
+    steps = 80
+    layout = rank_layout(2, nodes=1, processes_per_node=2, mode="partitioned")
+    dialect = flag_dialect(installed_versions["transformers"], world_size=2)
+    launch = launch_command(
+        layout,
+        dialect,
+        str(FILES / "qa_finetune.py"),
+        training_args(tiny_qa, tmp_path, steps),
+        hostfile=str(localhost_hostfile),
+        python=str(train_python),
+        master_addr="127.0.0.1",
+        master_port=free_port,
+        kmp_hw_subset=None,
+        bf16=True,
+    )
+    script = tmp_path / "launch.sh"
+    script.write_text(launch["script"])
+    started = time.time()
+    done = subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, env=run_env(), timeout=900, check=False
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    print("2-rank mpirun run: %.1f s" % (time.time() - started))
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+
+    assert metrics["world_size"] == 2
+    assert metrics["dialect"]["backend"] == "gloo"
+    ranks = metrics["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1]
+    assert [r["local_rank"] for r in ranks] == [0, 1]
+    assert len({r["pid"] for r in ranks}) == 2
+    assert {r["omp_num_threads"] for r in ranks} == {"1"}
+    # Each rank saw half of the data: the distributed sampler split it between them.
+    per_rank = math.ceil(metrics["train"]["features"] / 2 / BATCH)
+    assert [r["batches_per_epoch"] for r in ranks] == [per_rank, per_rank]
+    assert metrics["train"]["global_batch_size"] == 2 * BATCH
+    assert metrics["args"]["bf16"] is True
+    assert_learned(metrics)
+    assert_progress(tmp_path / "progress.jsonl", steps)
+    assert "[qa_finetune rank 1] world 2" in done.stdout
+
+
+def test_ccl_on_a_transformers_without_it_fails_clearly(train_python, tiny_qa, installed_versions, tmp_path):
+    if flag_dialect(installed_versions["transformers"], 2, backend="gloo")["flags"][0] != "--use_cpu":
+        pytest.skip("needs transformers >= 4.32")
+    if tuple(int(p) for p in installed_versions["transformers"].split(".")[:2]) < (5, 1):
+        pytest.skip("transformers {} still accepts ccl".format(installed_versions["transformers"]))
+    done = subprocess.run(
+        [
+            str(train_python),
+            str(FILES / "qa_finetune.py"),
+            *training_args(tiny_qa, tmp_path, 1),
+            "--use_cpu",
+            "--ddp_backend",
+            "ccl",
+        ],
+        capture_output=True,
+        text=True,
+        env=run_env(PMI_SIZE="2", PMI_RANK="0"),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "does not accept backend 'ccl'" in done.stderr

@@ -1,0 +1,101 @@
+"""smoke_allreduce.py for real: an all_reduce over 2 ranks under mpirun, and its failure paths."""
+
+import json
+import subprocess
+import time
+
+import pytest
+from train_helpers import FILES, run_env
+
+from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
+from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command
+from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
+
+pytestmark = pytest.mark.slow
+SMOKE = str(FILES / "smoke_allreduce.py")
+
+
+def launch_smoke(train_python, installed_versions, hostfile, port, args, tmp_path, world=2):
+    """Render the job's launch with the smoke test as the script (dialect flags included) and run it."""
+    layout = rank_layout(2, processes_per_node=world, mode="partitioned")
+    dialect = flag_dialect(installed_versions["transformers"], world_size=world)
+    launch = launch_command(
+        layout,
+        dialect,
+        SMOKE,
+        args,
+        hostfile=str(hostfile),
+        python=str(train_python),
+        master_addr="127.0.0.1",
+        master_port=port,
+        kmp_hw_subset=None,
+        bf16=True,
+    )
+    script = tmp_path / "smoke.sh"
+    script.write_text(launch["script"])
+    done = subprocess.run(
+        ["bash", str(script)], capture_output=True, text=True, env=run_env(), timeout=300, check=False
+    )
+    lines = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done, sorted(lines, key=lambda line: line["rank"]), launch
+
+
+def test_two_ranks_sum(train_python, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path):
+    started = time.time()
+    done, lines, launch = launch_smoke(
+        train_python,
+        installed_versions,
+        localhost_hostfile,
+        free_port,
+        ["--expect_world", "2", "--timeout", "120"],
+        tmp_path,
+    )
+    print("smoke all_reduce, 2 ranks: %.1f s" % (time.time() - started))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert launch["argv"][-3:] == ["--ddp_backend", "gloo", "--bf16"]
+    assert [line["rank"] for line in lines] == [0, 1]
+    for line in lines:
+        assert line["ok"] is True
+        assert line["world"] == 2
+        assert line["result"] == line["expected"] == 3.0
+        assert line["backend"] == "gloo"
+        assert line["master_port"] == str(free_port)
+        assert len(line["hosts"]) == 2
+
+
+def test_wrong_sum_fails(train_python, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path):
+    done, lines, _launch = launch_smoke(
+        train_python, installed_versions, localhost_hostfile, free_port, ["--expect_sum", "4"], tmp_path
+    )
+    assert done.returncode != 0
+    assert lines and all(line["ok"] is False and line["result"] == 3.0 for line in lines)
+
+
+def test_wrong_world_fails_at_once(train_python, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path):
+    started = time.time()
+    done, lines, _launch = launch_smoke(
+        train_python, installed_versions, localhost_hostfile, free_port, ["--expect_world", "3"], tmp_path
+    )
+    assert done.returncode != 0
+    assert any("sees a world of 2 processes, expected 3" in line["error"] for line in lines)
+    assert time.time() - started < 60
+
+
+def test_a_missing_rank_becomes_a_timeout_not_a_hang(train_python, free_port):
+    """Rank 1 of 2 with no rank 0 anywhere: the rendezvous never completes; the watchdog ends it."""
+    started = time.time()
+    done = subprocess.run(
+        [str(train_python), SMOKE, "--timeout", "20"],
+        capture_output=True,
+        text=True,
+        env=run_env(PMI_RANK="1", PMI_SIZE="2", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port)),
+        timeout=120,
+        check=False,
+    )
+    elapsed = time.time() - started
+    assert done.returncode == 124, done.stdout + done.stderr
+    line = json.loads(done.stdout.strip().splitlines()[-1])
+    assert line["ok"] is False
+    assert "timed out during init_process_group" in line["error"]
+    assert "MASTER_ADDR" in line["hint"]
+    assert 19 <= elapsed < 60

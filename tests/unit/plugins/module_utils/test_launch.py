@@ -1,0 +1,260 @@
+import shlex
+import string
+import subprocess
+
+import pytest
+
+from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
+from ansible_collections.amx.cluster.plugins.module_utils.launch import (
+    LaunchError,
+    launch_command,
+    launch_env,
+    shell_join,
+    shell_quote,
+)
+from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
+
+# The recipe, as typed on the master (4 x r7iz, transformers 4.24, oneCCL binding installed).
+RECIPE_EXPORTS = """
+export MASTER_ADDR=172.31.3.190
+export NUM_PROCESSES=8
+export NUM_PROCESSES_PER_NODE=2
+export CCL_WORKER_COUNT=2
+export CCL_WORKER_AFFINITY=auto
+export KMP_HW_SUBSET=1T
+"""
+RECIPE_MPIRUN = r"""
+mpirun -f ~/hosts \
+ -n $NUM_PROCESSES -ppn $NUM_PROCESSES_PER_NODE  \
+ -genv OMP_NUM_THREADS=24 \
+ -genv LD_PRELOAD="/usr/lib/x86_64-linux-gnu/libtcmalloc.so" \
+ python3 run_qa.py \
+ --model_name_or_path distilbert-base-uncased \
+ --dataset_name squad \
+ --do_train \
+ --do_eval \
+ --per_device_train_batch_size 32  \
+ --num_train_epochs 1  \
+ --output_dir /tmp/debug_squad/ \
+ --overwrite_output_dir \
+ --no_cuda \
+ --xpu_backend ccl \
+ --bf16
+"""
+RECIPE_COMMAND = (
+    "mpirun -f ~/hosts -n 8 -ppn 2 -genv OMP_NUM_THREADS=24 -genv LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc.so "
+    "python3 run_qa.py --model_name_or_path distilbert-base-uncased --dataset_name squad --do_train --do_eval "
+    "--per_device_train_batch_size 32 --num_train_epochs 1 --output_dir /tmp/debug_squad/ --overwrite_output_dir "
+    "--no_cuda --xpu_backend ccl --bf16"
+)
+RECIPE_SCRIPT_ARGS = [
+    "--model_name_or_path",
+    "distilbert-base-uncased",
+    "--dataset_name",
+    "squad",
+    "--do_train",
+    "--do_eval",
+    "--per_device_train_batch_size",
+    "32",
+    "--num_train_epochs",
+    "1",
+    "--output_dir",
+    "/tmp/debug_squad/",
+    "--overwrite_output_dir",
+]
+TCMALLOC = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so"
+
+
+def recipe_launch(**overrides):
+    layout = rank_layout(32, nodes=4, processes_per_node=2, ccl_workers=2, os_reserved_cores=6)
+    dialect = flag_dialect("4.24.0", world_size=8, oneccl_installed=True, ipex_installed=True)
+    kwargs = {
+        "script_args": RECIPE_SCRIPT_ARGS,
+        "hostfile": "~/hosts",
+        "master_addr": "172.31.3.190",
+        "ld_preload": TCMALLOC,
+        "bf16": True,
+    }
+    kwargs.update(overrides)
+    return launch_command(layout, dialect, "run_qa.py", **kwargs)
+
+
+def recipe_exports():
+    return dict(line[len("export ") :].split("=", 1) for line in RECIPE_EXPORTS.strip().splitlines())
+
+
+def test_recipe_command_string_for_string():
+    assert recipe_launch()["command"] == RECIPE_COMMAND
+
+
+def test_recipe_command_matches_the_typed_recipe_word_for_word():
+    typed = string.Template(RECIPE_MPIRUN.replace("\\\n", " ")).substitute(recipe_exports())
+    assert recipe_launch()["argv"] == shlex.split(typed)
+
+
+def test_recipe_environment():
+    launch = recipe_launch()
+    assert launch["env"] == recipe_exports()
+    assert list(launch["env"]) == list(recipe_exports())  # the recipe's order
+    assert launch["genv"] == {"OMP_NUM_THREADS": "24", "LD_PRELOAD": TCMALLOC}
+    assert launch["setvars"] == (
+        "\"$(python3 -c 'from oneccl_bindings_for_pytorch import cwd; print(cwd)')/env/setvars.sh\""
+    )
+
+
+def test_recipe_script_is_valid_bash_with_the_exports_and_the_command():
+    script = recipe_launch()["script"]
+    lines = script.splitlines()
+    assert lines[0] == "#!/usr/bin/env bash"
+    assert lines[-1] == "exec " + RECIPE_COMMAND
+    for name, value in recipe_exports().items():
+        assert f"export {name}={value}" in lines
+    assert lines.index("source " + recipe_launch()["setvars"]) < lines.index("export MASTER_ADDR=172.31.3.190")
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
+
+
+def test_setvars_path_given():
+    launch = recipe_launch(setvars="/opt/my env/setvars.sh")
+    assert launch["setvars"] == "'/opt/my env/setvars.sh'"
+
+
+def test_local_gloo_run_on_this_machine():
+    layout = rank_layout(2, processes_per_node=2, mode="partitioned")
+    dialect = flag_dialect("5.24.0", world_size=2)
+    launch = launch_command(
+        layout,
+        dialect,
+        "/srv/train/qa_finetune.py",
+        ["--output_dir", "/tmp/out dir"],
+        hostfile="/home/u/hosts",
+        python="/srv/venv/bin/python",
+        master_addr="127.0.0.1",
+        master_port=29555,
+        kmp_hw_subset=None,
+    )
+    assert launch["argv"] == [
+        "mpirun",
+        "-f",
+        "/home/u/hosts",
+        "-n",
+        "2",
+        "-ppn",
+        "2",
+        "-genv",
+        "OMP_NUM_THREADS=1",
+        "/srv/venv/bin/python",
+        "/srv/train/qa_finetune.py",
+        "--output_dir",
+        "/tmp/out dir",
+        "--use_cpu",
+        "--ddp_backend",
+        "gloo",
+    ]
+    assert launch["command"].endswith("--output_dir '/tmp/out dir' --use_cpu --ddp_backend gloo")
+    assert launch["env"] == {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": "29555",
+        "NUM_PROCESSES": "2",
+        "NUM_PROCESSES_PER_NODE": "2",
+    }
+    assert launch["setvars"] is None
+    assert "source" not in launch["script"]
+
+
+def test_single_node_check_without_launcher():
+    layout = rank_layout(32, os_reserved_cores=6)
+    dialect = flag_dialect("4.24.0", 1, ipex_installed=True, use_ipex=True)
+    launch = launch_command(
+        layout, dialect, "run_qa.py", ["--output_dir", "/tmp/x"], launcher=None, ld_preload=TCMALLOC
+    )
+    assert launch["argv"] == ["python3", "run_qa.py", "--output_dir", "/tmp/x", "--no_cuda", "--use_ipex"]
+    assert launch["genv"] == {}
+    assert launch["env"]["OMP_NUM_THREADS"] == "26"
+    assert launch["env"]["LD_PRELOAD"] == TCMALLOC
+
+
+def test_launch_env_merges_everything_in_order():
+    layout = rank_layout(32, nodes=4, processes_per_node=2, ccl_workers=2, os_reserved_cores=6)
+    dialect = flag_dialect("4.24.0", world_size=8, oneccl_installed=True)
+    env = launch_env(layout, dialect, master_addr="10.0.0.1", ld_preload=TCMALLOC, extra_env={"FI_PROVIDER": "tcp"})
+    assert list(env) == [
+        "MASTER_ADDR",
+        "NUM_PROCESSES",
+        "NUM_PROCESSES_PER_NODE",
+        "CCL_WORKER_COUNT",
+        "CCL_WORKER_AFFINITY",
+        "KMP_HW_SUBSET",
+        "OMP_NUM_THREADS",
+        "LD_PRELOAD",
+        "FI_PROVIDER",
+    ]
+
+
+def test_gloo_run_leaves_ccl_variables_out_even_with_workers_in_the_layout():
+    layout = rank_layout(8, nodes=2, processes_per_node=2, ccl_workers=1)
+    env = launch_env(layout, flag_dialect("5.24.0", 4), master_addr="10.0.0.1")
+    assert "CCL_WORKER_COUNT" not in env
+    assert "CCL_WORKER_AFFINITY" not in env
+
+
+@pytest.mark.parametrize(
+    ("layout_args", "dialect_args", "kwargs", "message"),
+    [
+        (
+            (32, 4, 2, 2, 6),
+            ("4.24.0", 4, "ccl", True),
+            {"master_addr": "a"},
+            "computed for 4 processes but the layout has 8",
+        ),
+        ((32, 1, 2, 0, 6), ("4.24.0", 2, "ccl", True), {"master_addr": "a"}, "backend ccl needs CCL_WORKER_COUNT >= 1"),
+        ((32, 4, 2, 2, 6), ("4.24.0", 8, "ccl", True), {}, "MASTER_ADDR is required (the job spans 4 nodes)"),
+        ((32, 1, 2, 2, 6), ("4.24.0", 2, "ccl", True), {}, "MASTER_ADDR is required (backend ccl)"),
+        ((32, 1, 2), ("5.24.0", 2), {"master_port": "http"}, "master_port must be a TCP port number"),
+        ((32, 1, 2), ("5.24.0", 2), {"master_port": 70000}, "master_port must be a TCP port number"),
+        ((32, 1, 2), ("5.24.0", 2), {"extra_env": {"BAD-NAME": "1"}}, "'BAD-NAME' is not a valid environment variable"),
+        ((32, 1, 2), ("5.24.0", 2), {"script_args": ["--use_cpu"]}, "script_args repeat --use_cpu"),
+        ((32, 1, 2), ("5.24.0", 2), {"script_args": ["--ddp_backend=gloo"]}, "script_args repeat --ddp_backend"),
+        ((32, 1, 2), ("5.24.0", 2), {"script_args": ["--bf16"], "bf16": True}, "script_args repeat --bf16"),
+        ((32, 1, 2), ("5.24.0", 2), {"launcher": None}, "launcher=None runs one process, but the layout has 2"),
+        ((32, 1, 2), ("5.24.0", 2), {"script": ""}, "script is required"),
+    ],
+)
+def test_inconsistent_launches_are_refused(layout_args, dialect_args, kwargs, message):
+    layout = rank_layout(*layout_args)
+    version, world, *rest = dialect_args
+    dialect = flag_dialect(
+        version, world, backend=rest[0] if rest else "auto", oneccl_installed=rest[1] if len(rest) > 1 else False
+    )
+    script = kwargs.pop("script", "train.py")
+    with pytest.raises(LaunchError) as error:
+        launch_command(layout, dialect, script, **kwargs)
+    assert message in str(error.value)
+
+
+def test_launch_refuses_something_that_is_not_a_layout():
+    with pytest.raises(LaunchError, match="layout lacks 'num_processes'"):
+        launch_command({}, flag_dialect("5.24.0", 1), "train.py")
+    with pytest.raises(LaunchError, match="dialect lacks 'backend'"):
+        launch_command(rank_layout(4), {}, "train.py")
+
+
+@pytest.mark.parametrize(
+    ("arg", "quoted"),
+    [
+        ("~/hosts", "~/hosts"),
+        ("~/my hosts", "~/'my hosts'"),
+        ("~", "'~'"),
+        ("a b", "'a b'"),
+        ("it's", "'it'\"'\"'s'"),
+        ("--x=1", "--x=1"),
+    ],
+)
+def test_shell_quote(arg, quoted):
+    assert shell_quote(arg) == quoted
+
+
+def test_shell_join_round_trips_through_the_shell():
+    argv = ["printf", "%s\\n", "a b", "it's", "$HOME", "~/x", "*"]
+    out = subprocess.run(["bash", "-c", shell_join(argv)], capture_output=True, text=True, check=True).stdout
+    home = subprocess.run(["bash", "-c", "echo ~"], capture_output=True, text=True, check=True).stdout.strip()
+    assert out.splitlines() == ["a b", "it's", "$HOME", home + "/x", "*"]
