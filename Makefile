@@ -6,8 +6,8 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 # Scenarios in the order they build on each other; slow ones run with `make molecule-slow`.
-MOLECULE_SCENARIOS := harness amx_check mesh
-MOLECULE_SLOW :=
+MOLECULE_SCENARIOS := harness amx_check tcmalloc torch_stack hf_examples mesh
+MOLECULE_SLOW := ipex
 
 .PHONY: setup host-packages docker lint sanity unit integration molecule molecule-slow test test-fast build clean
 

@@ -1,0 +1,56 @@
+# Copyright: amx.cluster contributors
+# Apache License 2.0 (see galaxy.yml)
+"""Filters over stack profiles: thin wrappers around plugins/module_utils/stack_profile.py."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
+
+
+def _wrap(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
+    def _filter(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except (sp.StackProfileError, TypeError, KeyError, AttributeError) as exc:
+            raise AnsibleFilterError(f"amx.cluster.{name}: {exc}") from exc
+
+    _filter.__name__ = name
+    _filter.__doc__ = func.__doc__
+    return _filter
+
+
+_FILTERS = {
+    # profiles | stack_resolve(name, overrides, extra_packages, index_url, extra_index_urls, find_links)
+    "stack_resolve": sp.resolve_profile,
+    # resolved | stack_problems(python_version, allow_yanked, yanked_rules) -> list of messages
+    "stack_problems": sp.profile_problems,
+    # arch | stack_platform_tags(glibc_version) -> pip --platform tags
+    "stack_platform_tags": sp.platform_tags,
+    # resolved | stack_requirements_hash
+    "stack_requirements_hash": sp.requirements_hash,
+    # resolved | stack_wheelhouse_key(python_version, platforms)
+    "stack_wheelhouse_key": sp.wheelhouse_key,
+    # resolved | stack_download_args(python_version, platforms, dest) -> argv after "pip download"
+    "stack_download_args": sp.pip_download_args,
+    # resolved | stack_index_args -> --index-url/--extra-index-url/--find-links argv
+    "stack_index_args": sp.index_args,
+    # "4.24.0" | stack_transformers_dialect -> {backend_flag, cpu_flag, ipex_flag, ...}
+    "stack_transformers_dialect": sp.transformers_dialect,
+    # profile_name | stack_manifest(requirements_sha256, freeze_text, versions, python_version)
+    "stack_manifest": sp.build_manifest,
+    # wheel_files | stack_wheels_missing(freeze_text) -> wheels not installed at that version
+    "stack_wheels_missing": sp.wheels_missing,
+    # "2.8.0" | stack_major_minor -> "2.8"
+    "stack_major_minor": sp.major_minor,
+}
+
+
+class FilterModule:
+    """Stack profile filters."""
+
+    def filters(self) -> Dict[str, Callable[..., Any]]:
+        return {name: _wrap(name, func) for name, func in _FILTERS.items()}

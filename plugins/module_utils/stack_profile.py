@@ -1,0 +1,415 @@
+# Copyright: amx.cluster contributors
+# Apache License 2.0 (see galaxy.yml)
+"""Pure functions behind the torch_stack and hf_examples roles.
+
+A *stack profile* is plain data (roles/torch_stack/vars/profiles.yml): a Python range, index URLs and a
+mapping ``package name -> version or specifier``. These functions turn a profile plus the user's overrides into
+the exact requirement list, find the reasons a profile cannot work on a node, derive the wheelhouse key and
+platform tags for ``pip download``, the transformers command-line dialect, and the manifest that nodes compare.
+
+No Ansible imports: the filter plugin wraps these, and the unit tests call them directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+
+from ansible_collections.amx.cluster.plugins.module_utils.dialect import DialectError, flag_dialect
+
+IPEX = "intel-extension-for-pytorch"
+ONECCL = "oneccl-bind-pt"
+TORCH = "torch"
+TRANSFORMERS = "transformers"
+
+# Keys every profile must carry, with the type each value must have.
+PROFILE_KEYS = {
+    "description": str,
+    "python_min": str,
+    "python_max": str,
+    "packages": dict,
+    "extra_index_urls": list,
+    "find_links": list,
+}
+
+_NAME_RE = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*(.*)$")
+_RELEASE_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)")
+_OPERATORS = ("==", "!=", "<=", ">=", "~=", "<", ">", "===")
+
+
+class StackProfileError(ValueError):
+    """Bad profile data or bad user input; the message says what to change."""
+
+
+def normalize_name(name: str) -> str:
+    """PEP 503 normalised project name: ``Intel_Extension.For-PyTorch`` -> ``intel-extension-for-pytorch``."""
+    if not isinstance(name, str) or not name.strip():
+        raise StackProfileError(f"package name must be a non-empty string, got {name!r}")
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
+
+
+def release(version: str) -> Tuple[int, ...]:
+    """Numeric release part of a version: ``2.7.0+cpu`` -> (2, 7, 0); ``1.13`` -> (1, 13)."""
+    match = _RELEASE_RE.match(str(version))
+    if not match:
+        raise StackProfileError(f"cannot read a version number from {version!r}")
+    return tuple(int(part) for part in match.group(1).split("."))
+
+
+def _padded(version: str, length: int = 3) -> Tuple[int, ...]:
+    parts = release(version)
+    return parts + (0,) * max(0, length - len(parts))
+
+
+def major_minor(version: str) -> str:
+    """``2.8.0`` -> ``2.8``; ``3.11.2`` -> ``3.11``."""
+    parts = _padded(version, 2)
+    return f"{parts[0]}.{parts[1]}"
+
+
+def version_key(version: str) -> Tuple[int, ...]:
+    """Comparable key of a version's release part, padded to 3 parts (``1.13`` == ``1.13.0``)."""
+    return _padded(version, 3)
+
+
+def make_spec(name: str, value: Any) -> str:
+    """Requirement line from a name and a version (``2.8.0``) or a specifier (``>=2.8,<2.9``)."""
+    if value is None or str(value).strip() == "":
+        return name
+    text = str(value).strip()
+    if text.startswith(_OPERATORS) or text.startswith("@"):
+        return f"{name}{text}" if not text.startswith("@") else f"{name} {text}"
+    return f"{name}=={text}"
+
+
+def split_spec(spec: str) -> Tuple[str, str]:
+    """``torch==2.8.0`` -> (``torch``, ``==2.8.0``); the name is normalised, extras are dropped."""
+    match = _NAME_RE.match(str(spec))
+    if not match:
+        raise StackProfileError(f"cannot read a package name from requirement {spec!r}")
+    return normalize_name(match.group(1)), match.group(3).strip()
+
+
+def exact_pin(specifier: str) -> Optional[str]:
+    """The version of an exact ``==X`` pin, or None when the specifier allows a range."""
+    text = specifier.strip()
+    if text.startswith("==") and not text.startswith("==="):
+        version = text[2:].strip()
+        if "," in version or "*" in version or not version:
+            return None
+        return version
+    return None
+
+
+def _check_profile(name: str, profile: Any) -> None:
+    if not isinstance(profile, Mapping):
+        raise StackProfileError(f"stack profile {name!r} must be a mapping, got {type(profile).__name__}")
+    for key, kind in PROFILE_KEYS.items():
+        if key not in profile:
+            raise StackProfileError(f"stack profile {name!r} lacks the key {key!r}")
+        if not isinstance(profile[key], kind):
+            raise StackProfileError(f"stack profile {name!r}: {key!r} must be a {kind.__name__}")
+    if "index_url" in profile and profile["index_url"] is not None and not isinstance(profile["index_url"], str):
+        raise StackProfileError(f"stack profile {name!r}: 'index_url' must be a URL string or null")
+    if TORCH not in {normalize_name(pkg) for pkg in profile["packages"]}:
+        raise StackProfileError(f"stack profile {name!r} must pin torch")
+
+
+def resolve_profile(
+    profiles: Mapping[str, Any],
+    name: str,
+    overrides: Optional[Mapping[str, Any]] = None,
+    extra_packages: Optional[Sequence[str]] = None,
+    index_url: Any = None,
+    extra_index_urls: Optional[Sequence[str]] = None,
+    find_links: Optional[Sequence[str]] = None,
+) -> Dict[str, Any]:
+    """Apply the user's overrides to profile ``name`` and return the effective profile.
+
+    ``overrides`` maps a package to a version, a specifier, or None to drop the package. ``extra_packages``
+    are requirement lines appended as given. ``index_url`` / ``extra_index_urls`` / ``find_links`` replace
+    the profile's when not None (``index_url: ""`` means pip's own default index).
+    """
+    if not isinstance(profiles, Mapping) or not profiles:
+        raise StackProfileError("no stack profiles are defined")
+    if name not in profiles:
+        known = ", ".join(sorted(profiles))
+        raise StackProfileError(f"unknown stack profile {name!r}; known profiles: {known}")
+    profile = profiles[name]
+    _check_profile(name, profile)
+
+    packages: Dict[str, Any] = {}
+    for pkg, value in profile["packages"].items():
+        packages[normalize_name(pkg)] = value
+    for pkg, value in (overrides or {}).items():
+        key = normalize_name(pkg)
+        if value is None:
+            packages.pop(key, None)
+        else:
+            packages[key] = value
+    if TORCH not in packages:
+        raise StackProfileError("torch cannot be dropped from a stack profile through torch_stack_overrides")
+
+    requirements = [make_spec(pkg, value) for pkg, value in packages.items()]
+    extra_names = set()
+    for line in extra_packages or []:
+        extra_name = split_spec(line)[0]
+        if extra_name in packages:
+            raise StackProfileError(
+                f"{extra_name} is already in profile {name!r}: change its pin with torch_stack_overrides, "
+                "not torch_stack_extra_packages"
+            )
+        extra_names.add(extra_name)
+        requirements.append(str(line).strip())
+
+    pins = {}
+    for line in requirements:
+        pkg, specifier = split_spec(line)
+        pin = exact_pin(specifier)
+        if pin is not None:
+            pins[pkg] = pin
+
+    effective_index = profile.get("index_url") if index_url is None else index_url
+    has_ipex = IPEX in packages
+    has_ccl = ONECCL in packages
+    transformers_pin = pins.get(TRANSFORMERS)
+    dialect = transformers_dialect(transformers_pin, has_ipex, has_ccl) if transformers_pin else None
+    return {
+        "name": name,
+        "description": profile["description"],
+        "python_min": str(profile["python_min"]),
+        "python_max": str(profile["python_max"]),
+        "requirements": requirements,
+        "packages": sorted(set(packages) | extra_names),
+        "pins": pins,
+        "index_url": effective_index or None,
+        "extra_index_urls": list(profile["extra_index_urls"] if extra_index_urls is None else extra_index_urls),
+        "find_links": list(profile["find_links"] if find_links is None else find_links),
+        "has_ipex": has_ipex,
+        "has_ccl": has_ccl,
+        "backend": dialect["backend"] if dialect else ("ccl" if has_ccl else "gloo"),
+        "transformers_dialect": dialect,
+    }
+
+
+def python_in_range(python_version: str, python_min: str, python_max: str) -> bool:
+    """True when major.minor of ``python_version`` lies in [python_min, python_max] (inclusive)."""
+    current = release(major_minor(python_version))
+    return release(major_minor(python_min)) <= current <= release(major_minor(python_max))
+
+
+def _yanked_hit(pin: str, rule: Any) -> bool:
+    if isinstance(rule, (list, tuple)):
+        return any(version_key(pin) == version_key(item) for item in rule)
+    if isinstance(rule, Mapping) and "below" in rule:
+        return version_key(pin) < version_key(str(rule["below"]))
+    raise StackProfileError(f"a yanked rule must be a list of versions or {{below: VERSION}}, got {rule!r}")
+
+
+def profile_problems(
+    resolved: Mapping[str, Any],
+    python_version: str,
+    allow_yanked: bool = False,
+    yanked: Optional[Mapping[str, Any]] = None,
+) -> List[str]:
+    """Every reason ``resolved`` (from resolve_profile) cannot be installed on a node with this Python.
+
+    ``yanked`` maps a package to the releases withdrawn from the index: a list of versions or
+    ``{below: VERSION}``. An empty list means the profile may go ahead. Each message says what to change.
+    """
+    problems: List[str] = []
+    name = resolved["name"]
+    if not python_in_range(python_version, resolved["python_min"], resolved["python_max"]):
+        problems.append(
+            f"profile {name!r} needs Python {resolved['python_min']} to {resolved['python_max']} but the node has "
+            f"{python_version}: set torch_stack_base_python to a Python in that range, or choose another "
+            "profile with torch_stack_profile"
+        )
+    pins = resolved["pins"]
+    torch_pin = pins.get(TORCH)
+    for pkg, label in ((IPEX, "IPEX"), (ONECCL, "oneccl_bind_pt")):
+        pin = pins.get(pkg)
+        if pin is None or torch_pin is None:
+            continue
+        if pkg == IPEX and major_minor(pin) != major_minor(torch_pin):
+            problems.append(
+                f"{label} {pin} needs torch {major_minor(pin)}.x but torch is pinned to {torch_pin}: IPEX refuses "
+                "to start unless the major.minor versions match; make torch_stack_overrides agree"
+            )
+        if pkg == ONECCL and version_key(pin) != version_key(torch_pin):
+            problems.append(
+                f"{label} {pin} must match torch exactly but torch is pinned to {torch_pin}: make "
+                "torch_stack_overrides agree"
+            )
+    for pkg, rule in (yanked or {}).items():
+        pin = pins.get(normalize_name(pkg))
+        if pin is None or not _yanked_hit(pin, rule):
+            continue
+        if not allow_yanked:
+            problems.append(
+                f"{pkg}=={pin} is yanked from the package index (withdrawn, with known security issues): set "
+                "torch_stack_allow_yanked: true to install it anyway, or choose a profile without it"
+            )
+    for pkg in (IPEX, ONECCL):
+        if pkg in resolved["packages"] and pkg not in pins:
+            problems.append(
+                f"{pkg} must be pinned exactly (==VERSION) so that it can be checked against torch before "
+                "anything is installed: fix torch_stack_overrides"
+            )
+    return problems
+
+
+def platform_tags(arch: str, glibc_version: Optional[str]) -> List[str]:
+    """pip ``--platform`` tags a node with this architecture and glibc accepts, most specific first."""
+    if not arch:
+        raise StackProfileError("the node's architecture is unknown")
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(arch.lower(), arch.lower())
+    if not glibc_version:
+        raise StackProfileError(
+            "the node has no glibc (or its version is unknown): manylinux wheels do not fit it; use "
+            "torch_stack_install_mode: direct"
+        )
+    major, minor = _padded(glibc_version, 2)[:2]
+    if major != 2 or minor < 17:
+        raise StackProfileError(f"glibc {glibc_version} is older than 2.17: no manylinux wheel of torch fits it")
+    tags = [f"manylinux_2_{m}_{machine}" for m in range(minor, 16, -1)]
+    tags.append(f"manylinux2014_{machine}")
+    if machine in ("x86_64", "i686"):
+        tags += [f"manylinux2010_{machine}", f"manylinux1_{machine}"]
+    tags.append(f"linux_{machine}")
+    return tags
+
+
+def _digest(payload: Any, length: int = 64) -> str:
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def requirements_hash(resolved: Mapping[str, Any]) -> str:
+    """What decides the content of a venv: requirement lines and where they come from."""
+    return _digest(
+        {
+            "requirements": list(resolved["requirements"]),
+            "index_url": resolved.get("index_url"),
+            "extra_index_urls": list(resolved.get("extra_index_urls") or []),
+            "find_links": list(resolved.get("find_links") or []),
+        }
+    )
+
+
+def wheelhouse_key(resolved: Mapping[str, Any], python_version: str, platforms: Sequence[str]) -> str:
+    """Cache key of a controller wheelhouse: the requirements, their sources, the Python and platform tags."""
+    return _digest(
+        {
+            "requirements": requirements_hash(resolved),
+            "python": major_minor(python_version),
+            "platforms": list(platforms),
+        },
+        length=16,
+    )
+
+
+def pip_download_args(
+    resolved: Mapping[str, Any], python_version: str, platforms: Sequence[str], dest: str
+) -> List[str]:
+    """Arguments after ``pip download`` that fetch the wheels of ``resolved`` for a node."""
+    args = ["--dest", dest, "--only-binary=:all:", "--implementation", "cp"]
+    args += ["--python-version", major_minor(python_version)]
+    for tag in platforms:
+        args += ["--platform", tag]
+    args += index_args(resolved)
+    return args + list(resolved["requirements"])
+
+
+def index_args(resolved: Mapping[str, Any]) -> List[str]:
+    """pip options naming the profile's indexes and find-links pages."""
+    args: List[str] = []
+    if resolved.get("index_url"):
+        args += ["--index-url", resolved["index_url"]]
+    for url in resolved.get("extra_index_urls") or []:
+        args += ["--extra-index-url", url]
+    for url in resolved.get("find_links") or []:
+        args += ["--find-links", url]
+    return args
+
+
+def transformers_dialect(version: str, has_ipex: bool = False, has_ccl: bool = False) -> Dict[str, Any]:
+    """The transformers command-line dialect a stack implies, for a multi-rank run.
+
+    The version rules live in module_utils/dialect.py (flag_dialect, shared with the train role); this keeps
+    the part that describes a stack: CPU flag, backend flag, the backend a multi-rank run picks, --use_ipex.
+    """
+    try:
+        flags = flag_dialect(
+            version, world_size=2, backend="auto", oneccl_installed=bool(has_ccl), ipex_installed=bool(has_ipex)
+        )
+    except DialectError as exc:
+        raise StackProfileError(str(exc)) from exc
+    return {
+        "version": flags["transformers_version"],
+        "cpu_flag": flags["cpu_flag"],
+        "backend_flag": flags["backend_flag"],
+        "backend": flags["backend"],
+        "supports_use_ipex": flags["supports_use_ipex"],
+    }
+
+
+def parse_freeze(freeze_text: str) -> Dict[str, str]:
+    """``pip freeze`` output -> {normalised name: version}; lines that are not ``name==version`` are ignored."""
+    packages: Dict[str, str] = {}
+    for raw in (freeze_text or "").splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "-")) or "==" not in line:
+            continue
+        name, version = line.split("==", 1)
+        packages[normalize_name(name)] = version.strip()
+    return packages
+
+
+def build_manifest(
+    profile_name: str,
+    requirements_sha256: str,
+    freeze_text: str,
+    versions: Mapping[str, Any],
+    python_version: str,
+) -> Dict[str, Any]:
+    """The manifest every node writes into its venv; ``manifest_sha256`` is equal on identical nodes."""
+    packages = parse_freeze(freeze_text)
+    if not packages:
+        raise StackProfileError("pip freeze listed no package: the virtualenv is empty or broken")
+    freeze_lines = [f"{name}=={version}" for name, version in sorted(packages.items())]
+    body = {
+        "schema": 1,
+        "profile": profile_name,
+        "python": major_minor(python_version),
+        "requirements_sha256": requirements_sha256,
+        "freeze_sha256": hashlib.sha256("\n".join(freeze_lines).encode("utf-8")).hexdigest(),
+        "versions": {key: versions[key] for key in sorted(versions)},
+        "packages": dict(sorted(packages.items())),
+    }
+    body["manifest_sha256"] = _digest(body)
+    return body
+
+
+def parse_wheel_filename(filename: str) -> Tuple[str, str]:
+    """``torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`` -> (``torch``, ``2.13.0+cpu``)."""
+    base = filename.rsplit("/", 1)[-1]
+    if not base.endswith(".whl"):
+        raise StackProfileError(f"{filename!r} is not a wheel file name")
+    parts = base[:-4].split("-")
+    if len(parts) not in (5, 6):
+        raise StackProfileError(f"{filename!r} is not a valid wheel file name")
+    return normalize_name(parts[0]), parts[1]
+
+
+def wheels_missing(wheel_files: Iterable[str], freeze_text: str) -> List[str]:
+    """The wheels in ``wheel_files`` whose project is absent from ``freeze_text`` or at another version."""
+    installed = parse_freeze(freeze_text)
+    missing = []
+    for filename in wheel_files:
+        name, version = parse_wheel_filename(filename)
+        if installed.get(name, "").lower() != version.lower():
+            missing.append(filename)
+    return sorted(missing)

@@ -1,0 +1,301 @@
+# Copyright: amx.cluster contributors
+# Apache License 2.0 (see galaxy.yml)
+"""Unit tests of plugins/module_utils/stack_profile.py, on the real profile data of the torch_stack role."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
+
+PROFILES_FILE = Path(__file__).resolve().parents[4] / "roles" / "torch_stack" / "vars" / "profiles.yml"
+DATA = yaml.safe_load(PROFILES_FILE.read_text())
+PROFILES = DATA["__torch_stack_profiles"]
+YANKED = DATA["__torch_stack_yanked"]
+
+
+def resolve(name: str, **kwargs):
+    return sp.resolve_profile(PROFILES, name, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("name", "requirements", "has_ipex", "has_ccl", "backend", "cpu_flag", "backend_flag", "use_ipex"),
+    [
+        (
+            "recipe-2022",
+            [
+                "torch==1.13.0",
+                "intel-extension-for-pytorch==1.13.0",
+                "oneccl-bind-pt==1.13.0",
+                "transformers==4.24.0",
+            ],
+            True,
+            True,
+            "ccl",
+            "--no_cuda",
+            "--xpu_backend",
+            True,
+        ),
+        ("ipex-2.7-ccl", None, True, True, "ccl", "--use_cpu", "--ddp_backend", True),
+        ("ipex-2.8", None, True, False, "gloo", "--use_cpu", "--ddp_backend", True),
+        ("native", None, False, False, "gloo", "--use_cpu", "--ddp_backend", False),
+    ],
+)
+def test_builtin_profiles(name, requirements, has_ipex, has_ccl, backend, cpu_flag, backend_flag, use_ipex):
+    resolved = resolve(name)
+    if requirements is not None:
+        assert resolved["requirements"] == requirements
+    assert resolved["has_ipex"] is has_ipex
+    assert resolved["has_ccl"] is has_ccl
+    assert resolved["backend"] == backend
+    assert resolved["transformers_dialect"]["cpu_flag"] == cpu_flag
+    assert resolved["transformers_dialect"]["backend_flag"] == backend_flag
+    assert resolved["transformers_dialect"]["supports_use_ipex"] is use_ipex
+    assert resolved["pins"]["torch"] == PROFILES[name]["packages"]["torch"]
+
+
+def test_native_is_current_cpu_torch_without_ipex():
+    resolved = resolve("native")
+    assert resolved["pins"]["torch"] == "2.13.0"
+    assert {"transformers", "accelerate", "datasets", "tokenizers"} <= set(resolved["packages"])
+    assert "intel-extension-for-pytorch" not in resolved["packages"]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "extra", "expected_torch", "expected_extra"),
+    [
+        ({"torch": "2.8.1"}, [], "torch==2.8.1", []),
+        ({"Torch": ">=2.8,<2.9"}, [], "torch>=2.8,<2.9", []),
+        ({}, ["evaluate==0.4.6"], "torch==2.8.0", ["evaluate==0.4.6"]),
+    ],
+)
+def test_overrides_and_extras(overrides, extra, expected_torch, expected_extra):
+    resolved = resolve("ipex-2.8", overrides=overrides, extra_packages=extra)
+    assert resolved["requirements"][0] == expected_torch
+    assert resolved["requirements"][len(PROFILES["ipex-2.8"]["packages"]) :] == expected_extra
+
+
+def test_override_none_drops_a_package_and_flags_follow():
+    resolved = resolve("ipex-2.7-ccl", overrides={"oneccl_bind_pt": None})
+    assert resolved["has_ccl"] is False
+    assert resolved["backend"] == "gloo"
+    assert not any(line.startswith("oneccl") for line in resolved["requirements"])
+
+
+def test_index_overrides_replace_the_profile_sources():
+    assert resolve("native")["extra_index_urls"] == ["https://download.pytorch.org/whl/cpu"]
+    resolved = resolve("native", index_url="file:///srv/simple", extra_index_urls=[], find_links=["/srv/wheels"])
+    assert resolved["index_url"] == "file:///srv/simple"
+    assert resolved["extra_index_urls"] == []
+    assert resolved["find_links"] == ["/srv/wheels"]
+    assert sp.index_args(resolved) == ["--index-url", "file:///srv/simple", "--find-links", "/srv/wheels"]
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "message"),
+    [
+        ("nope", {}, "unknown stack profile 'nope'; known profiles: ipex-2.7-ccl, ipex-2.8, native, recipe-2022"),
+        ("native", {"overrides": {"torch": None}}, "torch cannot be dropped"),
+        ("native", {"extra_packages": ["Torch==2.0"]}, "torch is already in profile"),
+    ],
+)
+def test_resolve_refuses(name, kwargs, message):
+    with pytest.raises(sp.StackProfileError, match=message.replace("(", r"\(")):
+        resolve(name, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("profile", "message"),
+    [
+        ({"description": "x"}, "lacks the key"),
+        ({**PROFILES["native"], "packages": {"transformers": "5.0"}}, "must pin torch"),
+        ({**PROFILES["native"], "extra_index_urls": "http://x"}, "'extra_index_urls' must be a list"),
+        ("text", "must be a mapping"),
+    ],
+)
+def test_bad_profile_data(profile, message):
+    with pytest.raises(sp.StackProfileError, match=message):
+        sp.resolve_profile({"bad": profile}, "bad")
+
+
+@pytest.mark.parametrize(
+    ("name", "python", "allow_yanked", "overrides", "expected"),
+    [
+        ("native", "3.11.2", False, {}, []),
+        ("native", "3.14.0", False, {}, []),
+        ("native", "3.9.18", False, {}, ["needs Python 3.10 to 3.14 but the node has 3.9.18"]),
+        ("ipex-2.8", "3.13.1", False, {}, []),
+        ("ipex-2.8", "3.14.0", False, {}, ["needs Python 3.9 to 3.13"]),
+        ("recipe-2022", "3.8.10", True, {}, []),
+        ("recipe-2022", "3.8.10", False, {}, ["intel-extension-for-pytorch==1.13.0 is yanked"]),
+        ("recipe-2022", "3.11.2", True, {}, ["needs Python 3.7 to 3.10"]),
+        (
+            "ipex-2.8",
+            "3.11.2",
+            False,
+            {"torch": "2.7.1"},
+            ["IPEX 2.8.0 needs torch 2.8.x but torch is pinned to 2.7.1"],
+        ),
+        ("ipex-2.8", "3.11.2", False, {"torch": "2.8.1"}, []),
+        (
+            "ipex-2.7-ccl",
+            "3.11.2",
+            False,
+            {"torch": "2.7.1", "intel-extension-for-pytorch": "2.7.0"},
+            ["oneccl_bind_pt 2.7.0 must match torch exactly"],
+        ),
+        ("ipex-2.7-ccl", "3.11.2", False, {"intel-extension-for-pytorch": ">=2.7"}, ["must be pinned exactly"]),
+        ("ipex-2.8", "3.11.2", False, {"torch": "2.5.0", "intel-extension-for-pytorch": "2.5.0"}, ["is yanked"]),
+        ("ipex-2.8", "3.11.2", True, {"torch": "2.5.0", "intel-extension-for-pytorch": "2.5.0"}, []),
+    ],
+)
+def test_profile_problems(name, python, allow_yanked, overrides, expected):
+    problems = sp.profile_problems(resolve(name, overrides=overrides), python, allow_yanked, YANKED)
+    assert len(problems) == len(expected), problems
+    for problem, text in zip(problems, expected):
+        assert text in problem
+
+
+def test_yanked_rule_as_list_and_bad_rule():
+    resolved = resolve("ipex-2.8")
+    assert sp.profile_problems(resolved, "3.11", False, {"intel-extension-for-pytorch": ["2.8.0"]})
+    with pytest.raises(sp.StackProfileError, match="yanked rule"):
+        sp.profile_problems(resolved, "3.11", False, {"intel-extension-for-pytorch": "2.8.0"})
+
+
+@pytest.mark.parametrize(
+    ("arch", "glibc", "first", "count", "last"),
+    [
+        ("x86_64", "2.36", "manylinux_2_36_x86_64", 24, "linux_x86_64"),
+        ("x86_64", "2.17", "manylinux_2_17_x86_64", 5, "linux_x86_64"),
+        ("aarch64", "2.31", "manylinux_2_31_aarch64", 17, "linux_aarch64"),
+        ("arm64", "2.28", "manylinux_2_28_aarch64", 14, "linux_aarch64"),
+    ],
+)
+def test_platform_tags(arch, glibc, first, count, last):
+    tags = sp.platform_tags(arch, glibc)
+    assert (tags[0], len(tags), tags[-1]) == (first, count, last)
+
+
+@pytest.mark.parametrize(
+    ("arch", "glibc", "message"),
+    [("x86_64", "", "no glibc"), ("x86_64", "2.12", "older than 2.17"), ("", "2.36", "architecture is unknown")],
+)
+def test_platform_tags_refuse(arch, glibc, message):
+    with pytest.raises(sp.StackProfileError, match=message):
+        sp.platform_tags(arch, glibc)
+
+
+def test_wheelhouse_key_depends_on_what_matters():
+    base = resolve("native")
+    tags = sp.platform_tags("x86_64", "2.36")
+    key = sp.wheelhouse_key(base, "3.11.2", tags)
+    assert len(key) == 16
+    assert key == sp.wheelhouse_key(resolve("native"), "3.11.9", tags)  # patch level does not matter
+    assert key != sp.wheelhouse_key(base, "3.12.1", tags)
+    assert key != sp.wheelhouse_key(base, "3.11.2", sp.platform_tags("x86_64", "2.35"))
+    assert key != sp.wheelhouse_key(resolve("native", overrides={"datasets": "5.1.0"}), "3.11.2", tags)
+    assert key != sp.wheelhouse_key(resolve("native", extra_index_urls=[]), "3.11.2", tags)
+
+
+def test_pip_download_args():
+    resolved = resolve("ipex-2.8", extra_index_urls=[])
+    args = sp.pip_download_args(resolved, "3.11.2", ["manylinux_2_28_x86_64", "linux_x86_64"], "/tmp/wh")
+    assert args[:7] == [
+        "--dest",
+        "/tmp/wh",
+        "--only-binary=:all:",
+        "--implementation",
+        "cp",
+        "--python-version",
+        "3.11",
+    ]
+    assert args[7:11] == ["--platform", "manylinux_2_28_x86_64", "--platform", "linux_x86_64"]
+    assert args[11:] == resolved["requirements"]
+
+
+@pytest.mark.parametrize(
+    ("version", "cpu_flag", "backend_flag", "use_ipex"),
+    [
+        ("4.24.0", "--no_cuda", "--xpu_backend", True),
+        ("4.30.2", "--no_cuda", "--ddp_backend", True),
+        ("4.53.3", "--use_cpu", "--ddp_backend", True),
+        ("4.57.1", "--use_cpu", "--ddp_backend", False),
+    ],
+)
+def test_transformers_dialect(version, cpu_flag, backend_flag, use_ipex):
+    dialect = sp.transformers_dialect(version)
+    assert (dialect["cpu_flag"], dialect["backend_flag"], dialect["supports_use_ipex"]) == (
+        cpu_flag,
+        backend_flag,
+        use_ipex,
+    )
+    with pytest.raises(sp.StackProfileError):
+        sp.transformers_dialect("4.10.0")
+
+
+FREEZE = "torch==2.13.0+cpu\nTransformers==5.24.0\n# comment\n-e git+https://x/y#egg=z\nnumpy==2.4.6\n"
+
+
+def test_manifest_is_stable_and_sensitive():
+    versions = {"torch": "2.13.0+cpu", "transformers": "5.24.0", "ipex": None, "python": "3.11.2"}
+    one = sp.build_manifest("native", "abc", FREEZE, versions, "3.11.2")
+    two = sp.build_manifest(
+        "native", "abc", "numpy==2.4.6\ntransformers==5.24.0\ntorch==2.13.0+cpu", versions, "3.11.2"
+    )
+    assert one == two
+    assert one["packages"] == {"numpy": "2.4.6", "torch": "2.13.0+cpu", "transformers": "5.24.0"}
+    other = sp.build_manifest("native", "abc", FREEZE.replace("2.4.6", "2.4.5"), versions, "3.11.2")
+    assert other["manifest_sha256"] != one["manifest_sha256"]
+    assert other["freeze_sha256"] != one["freeze_sha256"]
+    with pytest.raises(sp.StackProfileError, match="no package"):
+        sp.build_manifest("native", "abc", "", versions, "3.11.2")
+
+
+@pytest.mark.parametrize(
+    ("wheels", "expected"),
+    [
+        (["/c/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"], []),
+        (
+            ["/c/torch-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"],
+            ["/c/torch-2.14.0-cp311-cp311-manylinux_2_28_x86_64.whl"],
+        ),
+        (
+            ["evaluate-0.4.6-py3-none-any.whl", "numpy-2.4.6-1-cp311-cp311-linux_x86_64.whl"],
+            ["evaluate-0.4.6-py3-none-any.whl"],
+        ),
+    ],
+)
+def test_wheels_missing(wheels, expected):
+    assert sp.wheels_missing(wheels, FREEZE) == expected
+
+
+@pytest.mark.parametrize("bad", ["torch.tar.gz", "torch-2.0.whl"])
+def test_wheel_name_refused(bad):
+    with pytest.raises(sp.StackProfileError):
+        sp.parse_wheel_filename(bad)
+
+
+@pytest.mark.parametrize(
+    ("spec", "name", "rest", "pin"),
+    [
+        ("torch==2.8.0", "torch", "==2.8.0", "2.8.0"),
+        ("Intel_Extension_For_PyTorch == 2.8.0", "intel-extension-for-pytorch", "== 2.8.0", "2.8.0"),
+        ("transformers[torch]>=4.30", "transformers", ">=4.30", None),
+        ("accelerate==1.*", "accelerate", "==1.*", None),
+        ("x===1.0", "x", "===1.0", None),
+    ],
+)
+def test_split_spec_and_pin(spec, name, rest, pin):
+    assert sp.split_spec(spec) == (name, rest)
+    assert sp.exact_pin(rest) == pin
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"), [("2.7.0+cpu", "2.7"), ("1.13", "1.13"), ("3", "3.0"), ("3.11.2", "3.11")]
+)
+def test_major_minor(version, expected):
+    assert sp.major_minor(version) == expected
