@@ -16,10 +16,10 @@ ansible-galaxy collection install --offline --no-deps --force -p "$work/collecti
 installed="$work/collections/ansible_collections/amx/cluster"
 test -f "$installed/MANIFEST.json"
 ansible-galaxy collection list amx.cluster | grep -q "^amx.cluster "
-for excluded in tests molecule Makefile .ci; do
+for excluded in tests molecule Makefile .ci .cache .venv; do
   if [ -e "$installed/$excluded" ]; then
     echo "build-install: $excluded is in the tarball; add it to build_ignore in galaxy.yml" >&2
     exit 1
   fi
 done
-echo "build-install: $(basename "$tarball") builds, installs and resolves as amx.cluster"
+echo "build-install: $(basename "$tarball") ($(du -k "$tarball" | cut -f1) KiB) builds, installs and resolves as amx.cluster"

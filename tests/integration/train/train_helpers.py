@@ -28,6 +28,8 @@ RUN_ENV = {
     "TOKENIZERS_PARALLELISM": "false",
     "OMP_NUM_THREADS": "1",
     "PYTHONUNBUFFERED": "1",
+    # Every rank of these tests is on this machine: gloo on loopback, whatever the host name resolves to.
+    "GLOO_SOCKET_IFNAME": "lo",
 }
 
 
