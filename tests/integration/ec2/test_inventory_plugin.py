@@ -1,0 +1,143 @@
+"""The amx.cluster.ec2_cluster inventory plugin, run by ansible-inventory against the local EC2 API (moto)."""
+
+from __future__ import annotations
+
+import time
+
+import ec2_helpers
+import pytest
+
+CLUSTER = "inv"
+
+
+def launch(ec2, count, role, cluster=CLUSTER, **tags):
+    return ec2_helpers.launch(ec2, count, role, cluster, **tags)
+
+
+def test_names_groups_and_hostvars(ec2, inventory_file, inventory_list):
+    master = launch(ec2, 1, "master")[0]
+    first = launch(ec2, 2, "worker")  # one request: ordered by launch index
+    tagged = launch(ec2, 1, "worker", **{"amx.cluster/node-index": "5"})[0]
+    time.sleep(1.1)  # launch times have one-second resolution, in moto as in EC2
+    second = launch(ec2, 2, "worker")  # a later request: after the first one
+    odd = launch(ec2, 1, "bastion")[0]
+    launch(ec2, 1, "master", cluster="other")
+    launch(ec2, 1, None, cluster="inv-untagged-role")
+    stopped = launch(ec2, 1, "worker")[0]
+    ec2.stop_instances(InstanceIds=[stopped["InstanceId"]])
+
+    run, data = inventory_list(inventory_file(CLUSTER))
+    assert run.returncode == 0, run.explain()
+    expected = {
+        "master": master,
+        "node1": first[0],
+        "node2": first[1],
+        "node3": second[0],
+        "node4": second[1],
+        "node5": tagged,
+    }
+    assert data["master"]["hosts"] == ["master"]
+    assert data["workers"]["hosts"] == ["node1", "node2", "node3", "node4", "node5"]
+    assert data["cluster"]["hosts"] == ["master", "node1", "node2", "node3", "node4", "node5"]
+    hostvars = data["_meta"]["hostvars"]
+    assert sorted(hostvars) == sorted(expected)
+    for name, instance in expected.items():
+        assert hostvars[name]["ec2_instance_id"] == instance["InstanceId"], name
+        assert hostvars[name]["ansible_host"] == instance["PublicIpAddress"]
+        assert hostvars[name]["ec2_private_ip_address"] == instance["PrivateIpAddress"]
+        assert hostvars[name]["ec2_tags"]["amx.cluster/cluster"] == CLUSTER
+        assert "tags" not in hostvars[name]
+    assert [hostvars[f"node{n}"]["ec2_node_index"] for n in range(1, 6)] == [1, 2, 3, 4, 5]
+    assert odd["InstanceId"] in run.output  # named in the warning about the role it does not know
+    assert "neither master nor worker" in " ".join(run.output.split())
+
+
+def test_private_addresses_and_constructed_groups(ec2, inventory_file, inventory_list):
+    launch(ec2, 1, "master")
+    launch(ec2, 1, "worker")
+    extra = (
+        "use_private_address: true\n"
+        "keyed_groups:\n  - key: ec2_instance_type\n    prefix: type\n"
+        "groups:\n  head: ec2_node_role == 'master'\n"
+        "compose:\n  ansible_user: \"'ubuntu'\"\n"
+    )
+    run, data = inventory_list(inventory_file(CLUSTER, extra))
+    assert run.returncode == 0, run.explain()
+    hostvars = data["_meta"]["hostvars"]
+    for name in ("master", "node1"):
+        assert hostvars[name]["ansible_host"] == hostvars[name]["ec2_private_ip_address"]
+        assert hostvars[name]["ansible_user"] == "ubuntu"
+    assert data["type_m7i_large"]["hosts"] == ["master", "node1"]
+    assert data["head"]["hosts"] == ["master"]
+
+
+def test_server_side_filters_and_large_pages(ec2, moto, inventory_file, inventory_list):
+    launch(ec2, 1, "master")
+    launch(ec2, 11, "worker")
+    launch(ec2, 3, "worker", cluster="someone-else")
+    moto.start_recording()
+    try:
+        run, data = inventory_list(inventory_file(CLUSTER, "page_size: 5\n"))
+        default_run, default_data = inventory_list(inventory_file(CLUSTER, "", name="defaults.ec2_cluster.yml"))
+    finally:
+        moto.stop_recording()
+    assert run.returncode == 0, run.explain()
+    assert default_run.returncode == 0, default_run.explain()
+    assert data["workers"]["hosts"] == [f"node{n}" for n in range(1, 12)]
+    assert default_data["workers"]["hosts"] == data["workers"]["hosts"]
+    requests = moto.recorded("DescribeInstances")
+    for request in requests:
+        filters = {request[f"Filter.{n}.Name"][0]: request[f"Filter.{n}.Value.1"][0] for n in (1, 2)}
+        assert filters == {"tag:amx.cluster/cluster": CLUSTER, "instance-state-name": "running"}
+    sizes = [request["MaxResults"][0] for request in requests]
+    # 12 instances in pages of 5 take 3 calls (moto pages by reservation: 2 reservations here); with the
+    # default page size, one call of up to 1000.
+    assert sizes[:-1] == ["5"] * (len(sizes) - 1) and len(sizes) >= 2
+    assert sizes[-1] == "1000"
+
+
+def test_cache_serves_until_flushed(ec2, tmp_path, inventory_file, inventory_list):
+    launch(ec2, 1, "master")
+    workers = launch(ec2, 2, "worker")
+    cache = tmp_path / "inventory-cache"
+    config = inventory_file(
+        CLUSTER,
+        f"cache: true\ncache_plugin: ansible.builtin.jsonfile\ncache_connection: {cache}\ncache_timeout: 3600\n",
+    )
+    run, data = inventory_list(config)
+    assert run.returncode == 0, run.explain()
+    assert data["workers"]["hosts"] == ["node1", "node2"]
+    ec2.terminate_instances(InstanceIds=[workers[1]["InstanceId"]])
+
+    cached_run, cached = inventory_list(config)
+    assert cached_run.returncode == 0, cached_run.explain()
+    assert cached["workers"]["hosts"] == ["node1", "node2"]  # from the cache: AWS was not asked
+
+    fresh_run, fresh = inventory_list(config, extra=["--flush-cache"])
+    assert fresh_run.returncode == 0, fresh_run.explain()
+    assert fresh["workers"]["hosts"] == ["node1"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "env_change", "message"),
+    [
+        pytest.param(
+            "",
+            lambda env: {k: v for k, v in env.items() if k not in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY")},
+            "no AWS credentials found",
+            id="no-credentials",
+        ),
+        pytest.param(
+            "regions: [eu-nowhere-9]\n", None, "the EC2 endpoint of region 'eu-nowhere-9' failed", id="region"
+        ),
+        pytest.param("profile: nosuch\n", None, "AWS profile 'nosuch' is not in the AWS config", id="profile"),
+    ],
+)
+def test_errors_are_explained(aws_env, inventory_file, inventory_list, tmp_path, extra, env_change, message):
+    env = dict(env_change(aws_env) if env_change else aws_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
+    config = inventory_file(CLUSTER, extra)
+    if "regions:" in extra:
+        config.write_text(config.read_text().replace("regions: [us-east-1]\n", ""))
+    run = inventory_list(config, env=dict(env, AWS_MAX_ATTEMPTS="1"))[0]
+    assert run.returncode != 0, run.explain()
+    assert message in " ".join(run.output.split()), run.explain()

@@ -1,0 +1,72 @@
+"""The amx.cluster.ec2_cluster_nodes module against the local EC2 API: naming, tagging, check mode, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import ec2_helpers
+from ec2_helpers import REGION, REPO, VENV_BIN
+
+
+def launch(ec2, count, role, cluster="mod", **tags):
+    return ec2_helpers.launch(ec2, count, role, cluster, **tags)
+
+
+def run_module(aws_env, tmp_path, *extra, args="cluster_name=mod region=" + REGION):
+    """ansible localhost -m amx.cluster.ec2_cluster_nodes, with its result as JSON (the tree callback)."""
+    tree = tmp_path / "tree"
+    empty = tmp_path / "empty-inventory.yml"
+    empty.write_text("all: {}\n")
+    command = [str(VENV_BIN / "ansible"), "localhost", "-i", str(empty), "-m", "amx.cluster.ec2_cluster_nodes"]
+    proc = subprocess.run(
+        [*command, "-a", args, "--tree", str(tree), *extra],
+        cwd=REPO,
+        env=dict(aws_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    result = json.loads((tree / "localhost").read_text())
+    return proc, result
+
+
+def tags_of(ec2, instance_id):
+    reservations = ec2.describe_instances(InstanceIds=[instance_id])["Reservations"]
+    return {t["Key"]: t["Value"] for t in reservations[0]["Instances"][0]["Tags"]}
+
+
+def test_names_and_pins_in_check_mode_then_for_real(ec2, aws_env, tmp_path):
+    master = launch(ec2, 1, "master")[0]
+    workers = launch(ec2, 2, "worker")
+
+    proc, checked = run_module(aws_env, tmp_path, "--check")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert checked["changed"] is True
+    assert sorted(checked["tagged"]) == sorted([master["InstanceId"], *(w["InstanceId"] for w in workers)])
+    assert "amx.cluster/node-index" not in tags_of(ec2, workers[0]["InstanceId"])  # check mode wrote nothing
+
+    proc, done = run_module(aws_env, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert [(n["name"], n["instance_id"]) for n in done["nodes"]] == [
+        ("master", master["InstanceId"]),
+        ("node1", workers[0]["InstanceId"]),
+        ("node2", workers[1]["InstanceId"]),
+    ]
+    assert tags_of(ec2, workers[1]["InstanceId"])["amx.cluster/node-index"] == "2"
+    assert tags_of(ec2, workers[1]["InstanceId"])["Name"] == "mod-node2"
+    assert done["nodes"][1]["hostvars"]["ansible_host"] == workers[0]["PublicIpAddress"]
+
+    proc, again = run_module(aws_env, tmp_path)
+    assert proc.returncode == 0
+    assert again["changed"] is False
+    assert again["tagged"] == []
+
+
+def test_two_masters_fail_with_the_ids(ec2, aws_env, tmp_path):
+    masters = launch(ec2, 2, "master")
+    proc, result = run_module(aws_env, tmp_path)
+    assert proc.returncode != 0
+    assert "2 instances are tagged amx.cluster/role=master" in result["msg"]
+    assert all(m["InstanceId"] in result["msg"] for m in masters)

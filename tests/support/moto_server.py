@@ -1,0 +1,72 @@
+"""A moto server (the local EC2 API) on 127.0.0.1, for the EC2 tests and the inventory benchmark.
+
+    with moto_server.running(workdir, MOTO_AMIS_PATH=...) as url:
+        ...  # boto3 / Ansible pointed at url
+
+The server gets none of the caller's AWS_* or MOTO_* variables, logs to workdir/moto.log and is stopped on exit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from typing import Iterator
+
+MOTO_SERVER = pathlib.Path(sys.executable).parent / "moto_server"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def post(url: str, path: str, timeout: float = 30) -> None:
+    request = urllib.request.Request(url + path, data=b"", method="POST")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        response.read()
+
+
+def reset(url: str) -> None:
+    """Wipe everything the server holds (moto's own defaults come back)."""
+    post(url, "/moto-api/reset")
+
+
+@contextlib.contextmanager
+def running(workdir: pathlib.Path, startup_timeout: float = 30, **env_extra: str) -> Iterator[str]:
+    """Start moto_server on a free port, yield its URL once it answers, stop it afterwards."""
+    port = free_port()
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "MOTO_"))}
+    env.update(env_extra)
+    url = f"http://127.0.0.1:{port}"
+    with open(workdir / "moto.log", "w") as log:
+        server = subprocess.Popen(
+            [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=workdir,
+        )
+        try:
+            deadline = time.monotonic() + startup_timeout
+            while True:
+                try:
+                    with urllib.request.urlopen(url + "/moto-api/", timeout=2):
+                        break
+                except OSError:
+                    if server.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(f"moto_server did not start on {url}; see {workdir / 'moto.log'}") from None
+                    time.sleep(0.2)
+            yield url
+        finally:
+            server.terminate()
+            try:
+                server.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                server.kill()
