@@ -6,10 +6,16 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 # Scenarios in the order they build on each other; slow ones run with `make molecule-slow`.
-MOLECULE_SCENARIOS := harness amx_check tcmalloc torch_stack hf_examples mesh
+MOLECULE_SCENARIOS := harness amx_check tcmalloc torch_stack hf_examples mesh cluster
 MOLECULE_SLOW := ipex
 
-.PHONY: setup host-packages docker lint sanity unit integration molecule molecule-slow test test-fast build clean
+.PHONY: demo setup host-packages docker lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
+
+# The local demo: this machine as a one-node cluster (inventory/local.yml), provisioned, then trained on.
+# Extra options go in DEMO_ARGS, e.g. DEMO_ARGS='-e {"torch_stack_extra_index_urls": []}' without PyTorch's index.
+demo: setup
+	ansible-playbook playbooks/provision.yml $(DEMO_ARGS)
+	ansible-playbook playbooks/train.yml $(DEMO_ARGS)
 
 setup: $(VENV)/.installed .collections/ansible_collections/amx/cluster
 
@@ -54,6 +60,14 @@ molecule: setup host-packages docker
 molecule-slow: setup host-packages docker
 	@set -e; for s in $(MOLECULE_SLOW); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
 
+# Benchmarks: reports with medians and ratios against a baseline measured in the same run, in bench/results/.
+bench: setup
+	python bench/inventory_bench.py
+
+# The benchmarks at their smallest, to prove they run (results to a temporary folder, not bench/results/).
+bench-smoke: setup
+	@out=$$(mktemp -d) && python bench/inventory_bench.py --sizes 4 --runs 1 --out $$out && rm -rf $$out
+
 build: setup
 	ansible-galaxy collection build --force --output-path .cache/dist
 
@@ -64,6 +78,7 @@ test: setup host-packages docker
 	  "unit=$(MAKE) -s unit" \
 	  "integration=$(MAKE) -s integration" \
 	  "build=bash tests/build-install.sh" \
+	  "bench=$(MAKE) -s bench-smoke" \
 	  "molecule=$(MAKE) -s molecule"
 
 clean:

@@ -326,6 +326,8 @@ def training_arguments(args: argparse.Namespace, world_size: int) -> Any:
         "weight_decay": args.weight_decay,
         "logging_strategy": "steps",
         "logging_steps": args.logging_steps,
+        # The first step's loss is the baseline the progress and the metrics compare against.
+        "logging_first_step": True,
         "save_strategy": "no",
         "report_to": "none",
         "disable_tqdm": True,

@@ -1,0 +1,297 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action plugin amx.cluster.train_job: start a launch script on the master detached, show its progress, report.
+
+The run is owned by an agent on the master (module_utils/train_agent.py, written into the run's state
+folder): a supervisor in a session of its own runs the script, enforces the time limit, notes which
+process is which rank on every node, and once the launcher is gone ends whatever is left of the run on
+every node. This plugin only starts it and watches it over the Ansible connection, every
+``poll_interval`` seconds, printing a progress line as the run goes. A dropped connection does not stop
+the run: the same task with the same run folder attaches to it again.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shlex
+import time
+from typing import Any, Dict, List, Optional
+
+from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
+from ansible.plugins.action import ActionBase
+from ansible.utils.display import Display
+
+from ansible_collections.amx.cluster.plugins.module_utils import train_agent
+from ansible_collections.amx.cluster.plugins.module_utils.train_progress import (
+    analyse_failure,
+    failure_message,
+    format_duration,
+    format_progress,
+    left_running,
+    parse_log_progress,
+    parse_progress,
+    split_ranks,
+)
+
+display = Display()
+
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "run_dir": {"type": "str", "required": True},
+    "run_id": {"type": "str", "required": True},
+    "script": {"type": "str", "required": True},
+    "name": {"type": "str", "default": "job"},
+    "label": {"type": "str"},
+    "python": {"type": "str", "default": "python3"},
+    "nodes": {
+        "type": "list",
+        "elements": "dict",
+        "default": [],
+        "options": {"alias": {"type": "str", "required": True}, "name": {"type": "str", "required": True}},
+    },
+    "processes_per_node": {"type": "int", "default": 1},
+    "progress_file": {"type": "str"},
+    "timeout": {"type": "int", "default": 0},
+    "poll_interval": {"type": "float", "default": 5.0},
+    "heartbeat": {"type": "int", "default": 60},
+    "rerun": {"type": "bool", "default": False},
+    "hint": {"type": "str", "default": ""},
+    "ssh_options": {
+        "type": "list",
+        "elements": "str",
+        "default": ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"],
+    },
+    "connection_retries": {"type": "int", "default": 12},
+    "output_lines": {"type": "int", "default": 200},
+}
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    # ------------------------------------------------------------------------- remote calls
+
+    def _agent(self, command: str, cfg: Dict[str, Any]) -> Dict[str, Any]:
+        argv = [self._python, self._agent_path, command, json.dumps(cfg, sort_keys=True)]
+        done = self._low_level_execute_command(" ".join(shlex.quote(part) for part in argv), sudoable=True)
+        lines = [line for line in done.get("stdout", "").splitlines() if line.startswith("{")]
+        if done.get("rc") != 0 or not lines:
+            raise AnsibleActionFail(
+                "the run's agent on {} failed ({} {}, rc {}): {}".format(
+                    self._host, self._agent_path, command, done.get("rc"), (done.get("stderr") or "").strip()[-600:]
+                )
+            )
+        return json.loads(lines[-1])
+
+    def _install_agent(self) -> None:
+        """Write the agent into the run's state folder as the user the run belongs to."""
+        with open(train_agent.__file__, "rb") as handle:
+            source = handle.read()
+        code = (
+            "import base64, os, sys; os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
+            "tmp = sys.argv[1] + '.tmp'; open(tmp, 'wb').write(base64.b64decode(sys.argv[2])); "
+            "os.replace(tmp, sys.argv[1])"
+        )
+        argv = [self._python, "-c", code, self._agent_path, base64.b64encode(source).decode("ascii")]
+        done = self._low_level_execute_command(" ".join(shlex.quote(part) for part in argv), sudoable=True)
+        if done.get("rc") != 0:
+            raise AnsibleActionFail(
+                "cannot write the run's agent to {}:{} with {} (rc {}): {}".format(
+                    self._host,
+                    self._agent_path,
+                    self._python,
+                    done.get("rc"),
+                    (done.get("stderr") or "").strip()[-600:],
+                )
+            )
+
+    def _say(self, text: str) -> None:
+        display.display(f"{self._label} [{self._host}] {text}")
+
+    # ------------------------------------------------------------------------- the task
+
+    def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        del tmp
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        task_vars = task_vars or {}
+        self._host = str(task_vars.get("inventory_hostname", "master"))
+        self._label = args["label"] or args["name"]
+        self._python = args["python"]
+        run_dir = args["run_dir"].rstrip("/")
+        if not os.path.isabs(run_dir):
+            raise AnsibleActionFail(f"run_dir must be an absolute path on {self._host}, got {run_dir!r}")
+        script = args["script"] if os.path.isabs(args["script"]) else os.path.join(run_dir, args["script"])
+        state_dir = f"{run_dir}/state/{args['name']}"
+        logs_dir = f"{run_dir}/logs/{args['name']}"
+        self._agent_path = f"{run_dir}/state/{train_agent.AGENT_NAME}"
+        nodes = args["nodes"] or [{"alias": "localhost", "name": self._host}]
+        hosts = {node["alias"]: node["name"] for node in nodes}
+        hostfile_order = [node["alias"] for node in nodes]
+        workers = [alias for alias in hostfile_order if alias != "localhost"]
+        ppn = max(int(args["processes_per_node"]), 1)
+        result.update({"run_dir": run_dir, "state_dir": state_dir, "logs_dir": logs_dir, "script": script})
+
+        if self._task.check_mode:
+            result.update(changed=True, msg=f"check mode: would start {script} on {self._host} (run {args['run_id']})")
+            return result
+
+        cfg: Dict[str, Any] = {
+            "run_id": args["run_id"],
+            "job": f"{args['run_id']}/{args['name']}",
+            "run_dir": run_dir,
+            "state_dir": state_dir,
+            "logs_dir": logs_dir,
+            "script": script,
+            "timeout": args["timeout"],
+            "workers": workers,
+            "python": self._python,
+            "ssh_options": args["ssh_options"],
+            "rerun": args["rerun"],
+        }
+        if args["progress_file"]:
+            progress_file = args["progress_file"]
+            cfg["progress_file"] = (
+                progress_file if os.path.isabs(progress_file) else os.path.join(run_dir, progress_file)
+            )
+
+        self._install_agent()
+        begun = self._agent("start", cfg)
+        state = begun.get("state")
+        if state == "error":
+            raise AnsibleActionFail(f"{self._label} on {self._host}: {begun.get('error')}")
+        if state == "started":
+            self._say(
+                "started {} (run {}, supervisor pid {}, time limit {}); it goes on if this connection drops: "
+                "run the play again with the same run id to follow it".format(
+                    script,
+                    args["run_id"],
+                    (begun.get("supervisor") or {}).get("pid"),
+                    format_duration(args["timeout"]) if args["timeout"] else "none",
+                )
+            )
+        elif state == "attached":
+            since = time.time() - float((begun.get("supervisor") or {}).get("started") or time.time())
+            self._say(f"attached to the run started {format_duration(since)} ago (run {args['run_id']})")
+        result["state"] = state
+
+        last: Optional[Dict[str, Any]] = None
+        progress_count = 0
+        last_said = time.time()
+        last_line = ""
+        failures = 0
+        offsets = {"progress_offset": 0, "log_offset": 0}
+        ended: Optional[Dict[str, Any]] = begun.get("result") if state == "finished_before" else None
+        started_wait = time.time()
+        while ended is None:
+            time.sleep(min(args["poll_interval"], 1.0) if time.time() - started_wait < 3 else args["poll_interval"])
+            try:
+                status = self._agent("status", dict(cfg, **offsets))
+                failures = 0
+            except (AnsibleConnectionFailure, AnsibleActionFail) as error:
+                failures += 1
+                if failures > args["connection_retries"]:
+                    raise AnsibleActionFail(
+                        f"{self._label}: lost touch with {self._host} ({error}); the run goes on there. Run the play "
+                        f"again with the same run id ({args['run_id']}) to follow it, or look at {state_dir}/"
+                    ) from error
+                self._say(f"no answer from {self._host} ({failures}/{args['connection_retries']}): {error}")
+                continue
+            records: List[Dict[str, Any]] = []
+            if "progress" in status:
+                offsets["progress_offset"] = status["progress"]["offset"]
+                records = parse_progress(status["progress"]["text"])
+            log = status.get("log") or {}
+            offsets["log_offset"] = log.get("offset", offsets["log_offset"])
+            text = log.get("text", "")
+            if text.strip():
+                last_line = [line for line in text.replace("\r", "\n").splitlines() if line.strip()][-1]
+            if not args["progress_file"] and text:
+                guess = parse_log_progress(text, last)
+                if guess and guess != last:
+                    records = [guess]
+            if records:
+                last = records[-1]
+                progress_count += len(records)
+                self._say(format_progress(last))
+                last_said = time.time()
+            elif args["heartbeat"] and time.time() - last_said >= args["heartbeat"]:
+                running = status.get("now", time.time()) - started_wait
+                self._say(
+                    f"running, {format_duration(running)}" + (f"; last output: {last_line[:200]}" if last_line else "")
+                )
+                last_said = time.time()
+            if status.get("result") is not None:
+                ended = status["result"]
+            elif not status.get("alive"):
+                # The supervisor writes its result before it exits: look once more, then call it lost.
+                again = self._agent("status", dict(cfg, **offsets))
+                ended = again.get("result") or {
+                    "rc": None,
+                    "error": f"the supervisor of the run is gone; see {state_dir}",
+                }
+
+        final = self._agent("final", dict(cfg, log_limit=256 * 1024))
+        outcome = final.get("result") or ended
+        log_tail = final.get("log_tail", "")
+        lines = [line for line in log_tail.replace("\r", "\n").splitlines() if line.strip()]
+        left = left_running(outcome.get("sweeps") or {}, hosts)
+        result.update(
+            {
+                "changed": state != "finished_before",
+                "rc": outcome.get("rc"),
+                "signal": outcome.get("signal"),
+                "timed_out": bool(outcome.get("timed_out")),
+                "duration": outcome.get("duration"),
+                "duration_human": format_duration(outcome.get("duration")),
+                "started": outcome.get("started"),
+                "ended": outcome.get("ended"),
+                "last_progress": last,
+                "progress_count": progress_count,
+                "launcher_log": outcome.get("launcher_log"),
+                "rank_logs": outcome.get("rank_logs", []),
+                "left_running": left,
+                "output_lines": lines[-args["output_lines"] :],
+                "rank_lines": {key: value[-20:] for key, value in split_ranks(log_tail).items()},
+            }
+        )
+        result["job_failed"] = True
+        stuck = {node: pids for node, pids in left.items() if isinstance(pids, list)}
+        unchecked = {node: why for node, why in left.items() if not isinstance(why, list)}
+        if outcome.get("rc") == 0 and not outcome.get("timed_out") and not outcome.get("error"):
+            if stuck:
+                result["failed"] = True
+                result["msg"] = f"{self._label} finished, but processes of run {args['run_id']} still run: {stuck}"
+                return result
+            result["job_failed"] = False
+            self._say(
+                f"finished in {format_duration(outcome.get('duration'))}"
+                + (f"; last: {format_progress(last)}" if last else "")
+            )
+            if unchecked:
+                display.warning(f"{self._label}: could not check for processes left on {unchecked}")
+            return result
+
+        rank_hosts = {
+            rank: hostfile_order[min(rank // ppn, len(hostfile_order) - 1)] for rank in range(ppn * len(nodes))
+        }
+        analysis = analyse_failure(log_tail, rank_hosts, hosts)
+        result["failure"] = analysis
+        message = failure_message(self._label, self._host, outcome, analysis, run_dir, last, args["hint"])
+        if stuck:
+            message += f" Processes of the run still running: {stuck}."
+        if unchecked:
+            message += f" Could not check for processes left on: {unchecked}."
+        if not left:
+            message += " No process of the run is left on any node ({}).".format(
+                ", ".join(hosts.get(alias, alias) for alias in (outcome.get("sweeps") or {"localhost": 1}))
+            )
+        if state == "finished_before":
+            message += f" (This run ended earlier; set rerun to start run {args['run_id']} again.)"
+        result["failed"] = True
+        result["msg"] = message
+        return result

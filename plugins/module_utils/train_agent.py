@@ -1,0 +1,454 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The agent of a training run: started, watched and cleaned up on the nodes, for amx.cluster.train_job.
+
+The action plugin amx.cluster.train_job writes this file into the run's state folder on the master
+(``<run_dir>/state/train_agent.py``) and runs it there with the stack's Python. The supervisor also
+sends it, on standard input, through the cluster's SSH mesh to the workers
+(``ssh node1 PYTHON - sweep '{...}'``). So it is one self-contained file: the standard library only,
+Python 3.8+, nothing imported from the collection.
+
+Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on stdout):
+
+``start``   start the launch script detached from the caller: a forked supervisor in a session of its
+            own (``setsid``, standard streams on /dev/null) runs ``bash SCRIPT`` in a further session,
+            so a dropped SSH connection or an interrupted Ansible leaves the run going. It never
+            starts a run twice: it attaches to a live supervisor, or reports the result of a finished
+            one (unless ``rerun``).
+``status``  is the supervisor alive; the lines appended to the progress file and to the launcher's
+            output since the given offsets; the result once there is one.
+``final``   the result and the tail of the launcher's output.
+``scan``    the processes of the job on this node (pid, rank, command).
+``sweep``   end every process of the job on this node (SIGTERM, then SIGKILL) and list what is left.
+
+A process belongs to a job (one launch script of a run: ``<run id>/job``, ``<run id>/smoke``...) when
+its environment holds ``AMX_CLUSTER_JOB=<run id>/<name>``: the supervisor sets it for the launcher, and
+Hydra launchers hand the launcher's environment to every rank on every node. The agents themselves and
+the caller's own ancestors (the shell ssh started) never match.
+
+The supervisor waits for the launcher, enforces the overall time limit (it holds even when the
+controller is gone), ends whatever is left of the run on every node once the launcher is gone (the
+launcher's process group here, ``sweep`` on each worker through the mesh), splits the launcher's
+output into one log per rank (``mpirun -prepend-rank`` prefixes each chunk with ``[rank] ``) and
+writes ``result.json``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from typing import Any, Dict, List, Optional
+
+AGENT_NAME = "train_agent.py"
+JOB_VAR = "AMX_CLUSTER_JOB"
+RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "RANK")
+MARKER = re.compile(r"\[(\d+)\] ")
+MAX_READ = 256 * 1024
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+
+def read_json(path: str, default: Any = None) -> Any:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return default
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write atomically (a reader never sees half a document)."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, indent=1, sort_keys=True)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
+def pid_alive(pid: Optional[int]) -> bool:
+    if not pid:
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        with open(f"/proc/{int(pid)}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def read_from(path: str, offset: int, limit: int = MAX_READ) -> Dict[str, Any]:
+    """Bytes appended to ``path`` since ``offset`` (the last ``limit`` of them), as text and the new offset.
+
+    A file shorter than the offset was truncated or replaced: read it from the start.
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return {"text": "", "offset": 0, "skipped": 0, "exists": False}
+    if size < offset:
+        offset = 0
+    skipped = max(0, size - offset - limit)
+    with open(path, "rb") as handle:
+        handle.seek(offset + skipped)
+        data = handle.read(size - offset - skipped)
+    # Only whole lines: a line still being written is read next time.
+    cut = data.rfind(b"\n") + 1
+    data = data[:cut]
+    return {
+        "text": data.decode("utf-8", errors="replace"),
+        "offset": offset + skipped + cut,
+        "skipped": skipped,
+        "exists": True,
+    }
+
+
+def tail(path: str, limit: int = MAX_READ) -> str:
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            handle.seek(max(0, size - limit))
+            return handle.read().decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+# ----------------------------------------------------------------------------- processes of the run
+
+
+def ancestors(pid: int) -> List[int]:
+    found = []
+    while pid > 1:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+                pid = int(handle.read().rsplit(")", 1)[-1].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+        found.append(pid)
+    return found
+
+
+def scan(job: str) -> List[Dict[str, Any]]:
+    """The processes of a job on this node (``AMX_CLUSTER_JOB=<job>`` in their environment).
+
+    The agents themselves and this process's own ancestors never match.
+    """
+    marker = f"{JOB_VAR}={job}".encode()
+    me = os.getpid()
+    skip = set([me, *ancestors(me)])
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in skip:
+            continue
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                cmdline = handle.read()
+            with open(f"/proc/{pid}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+        except OSError:
+            continue
+        if not cmdline or AGENT_NAME.encode() in cmdline or marker not in environ:
+            continue
+        rank = None
+        for var in RANK_VARS:
+            for entry in environ:
+                if entry.startswith(var.encode() + b"=") and entry[len(var) + 1 :].isdigit():
+                    rank = int(entry[len(var) + 1 :])
+                    break
+            if rank is not None:
+                break
+        command = " ".join(part.decode("utf-8", "replace") for part in cmdline.split(b"\0") if part)
+        found.append({"pid": pid, "rank": rank, "command": command[:300]})
+    return sorted(found, key=lambda item: item["pid"])
+
+
+def sweep(job: str, grace: float = 5.0) -> Dict[str, Any]:
+    """End every process of the run on this node: SIGTERM, up to ``grace`` seconds, then SIGKILL."""
+    found = scan(job)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for item in scan(job):
+            with contextlib.suppress(OSError):
+                os.kill(item["pid"], sig)
+        deadline = time.time() + (grace if sig == signal.SIGTERM else 3.0)
+        while time.time() < deadline and scan(job):
+            time.sleep(0.2)
+        if not scan(job):
+            break
+    left = scan(job)
+    return {"found": [item["pid"] for item in found], "left": left}
+
+
+def kill_group(pgid: int, grace: float = 5.0) -> None:
+    """End a process group: SIGTERM, then SIGKILL for whatever is still in it after ``grace`` seconds."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            return
+        deadline = time.time() + grace
+        while time.time() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except OSError:
+                return
+            time.sleep(0.2)
+
+
+def remote_argv(alias: str, command: str, cfg: Dict[str, Any], payload: Dict[str, Any]) -> List[str]:
+    argv = ["ssh", *cfg.get("ssh_options", []), alias]
+    argv.append(
+        " ".join(shlex.quote(part) for part in [cfg.get("python", "python3"), "-", command, json.dumps(payload)])
+    )
+    return argv
+
+
+def remote(alias: str, command: str, cfg: Dict[str, Any], payload: Dict[str, Any], timeout: float = 60.0) -> Any:
+    """Run this agent's ``command`` on a worker through the mesh (``ssh ALIAS PYTHON - COMMAND JSON``)."""
+    argv = remote_argv(alias, command, cfg, payload)
+    try:
+        with open(os.path.abspath(__file__), "rb") as source:
+            done = subprocess.run(argv, stdin=source, capture_output=True, timeout=timeout, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return {"error": f"ssh {alias}: {error}"}
+    lines = done.stdout.decode("utf-8", "replace").strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return {
+            "error": "ssh {} exited {}: {}".format(
+                alias, done.returncode, done.stderr.decode("utf-8", "replace")[-400:]
+            )
+        }
+
+
+# ----------------------------------------------------------------------------- per-rank logs
+
+
+def split_ranks(text: str) -> Dict[str, List[str]]:
+    """Split ``mpirun -prepend-rank`` output into lines per rank (``rank-N``) and the launcher's own lines.
+
+    Hydra prefixes every chunk a rank writes, not every line, so one line of the combined output can hold
+    several chunks (``[1] hello[1]  [1] 1``), even of different ranks. A chunk without a newline is kept
+    until the same rank finishes the line. Lines that start without a prefix are the launcher's.
+    """
+    out: Dict[str, List[str]] = {}
+    pending: Dict[str, str] = {}
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        if not raw:
+            continue
+        if not MARKER.match(raw):
+            out.setdefault("launcher", []).append(raw)
+            continue
+        pieces = MARKER.split(raw)[1:]  # rank, text, rank, text, ...
+        chunks = [(f"rank-{int(pieces[i])}", pieces[i + 1]) for i in range(0, len(pieces), 2)]
+        for index, (key, chunk) in enumerate(chunks):
+            pending[key] = pending.get(key, "") + chunk
+            if index == len(chunks) - 1:
+                for line in pending.pop(key).split("\r"):
+                    if line.strip():
+                        out.setdefault(key, []).append(line)
+    for key, rest in pending.items():
+        if rest.strip():
+            out.setdefault(key, []).append(rest)
+    return out
+
+
+def write_rank_logs(log_path: str, logs_dir: str) -> List[str]:
+    try:
+        with open(log_path, encoding="utf-8", errors="replace", newline="") as handle:
+            parts = split_ranks(handle.read())
+    except OSError:
+        return []
+    os.makedirs(logs_dir, exist_ok=True)
+    written = []
+    for key in sorted(parts):
+        path = os.path.join(logs_dir, f"{key}.log")
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write("\n".join(parts[key]) + "\n")
+        written.append(path)
+    return written
+
+
+# ----------------------------------------------------------------------------- the supervisor
+
+
+def paths(cfg: Dict[str, Any]) -> Dict[str, str]:
+    state = cfg["state_dir"]
+    return {
+        "supervisor": os.path.join(state, "supervisor.json"),
+        "result": os.path.join(state, "result.json"),
+        "log": os.path.join(state, "launcher.log"),
+    }
+
+
+def supervisor_alive(cfg: Dict[str, Any]) -> bool:
+    info = read_json(paths(cfg)["supervisor"], {}) or {}
+    pid = info.get("pid")
+    if not pid_alive(pid):
+        return False
+    try:
+        with open(f"/proc/{int(pid)}/cmdline", "rb") as handle:
+            return AGENT_NAME.encode() in handle.read()
+    except OSError:
+        return False
+
+
+def supervise(cfg: Dict[str, Any]) -> int:
+    files = paths(cfg)
+    started = time.time()
+    info: Dict[str, Any] = {"pid": os.getpid(), "started": started, "script": cfg["script"]}
+    write_json(files["supervisor"], info)
+    timeout = float(cfg.get("timeout") or 0)
+    env = dict(os.environ)
+    env[JOB_VAR] = cfg["job"]
+    with open(files["log"], "ab") as log:
+        proc = subprocess.Popen(
+            ["/bin/bash", cfg["script"]],
+            cwd=cfg["run_dir"],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    info["launcher_pid"] = proc.pid
+    write_json(files["supervisor"], info)
+
+    timed_out = False
+    rc: Optional[int] = None
+    while rc is None:
+        try:
+            rc = proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            if timeout and time.time() - started > timeout:
+                timed_out = True
+                kill_group(proc.pid)
+                rc = proc.wait()
+    ended = time.time()
+
+    # Whatever is left of the run: the launcher's process group here, then the run's processes on every node.
+    kill_group(proc.pid, grace=3.0)
+    sweeps = {"localhost": sweep(cfg["job"])}
+    for alias in cfg.get("workers") or []:
+        sweeps[alias] = remote(alias, "sweep", cfg, {"job": cfg["job"]}, timeout=60)
+    rank_logs = write_rank_logs(files["log"], cfg["logs_dir"]) if cfg.get("logs_dir") else []
+    result = {
+        "rc": rc,
+        "signal": abs(rc) if (rc or 0) < 0 else None,
+        "timed_out": timed_out,
+        "timeout": timeout,
+        "started": started,
+        "ended": ended,
+        "duration": round(ended - started, 3),
+        "sweeps": sweeps,
+        "rank_logs": rank_logs,
+        "launcher_log": files["log"],
+    }
+    write_json(files["result"], result)
+    return 0
+
+
+# ----------------------------------------------------------------------------- commands
+
+
+def start(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    files = paths(cfg)
+    os.makedirs(cfg["state_dir"], exist_ok=True)
+    if supervisor_alive(cfg):
+        return {"state": "attached", "supervisor": read_json(files["supervisor"], {})}
+    previous = read_json(files["result"])
+    if previous is not None and not cfg.get("rerun"):
+        return {"state": "finished_before", "result": previous}
+    if not os.path.isfile(cfg["script"]):
+        return {"state": "error", "error": "no launch script at {}".format(cfg["script"])}
+    for name in ("result", "log", "supervisor"):
+        with contextlib.suppress(OSError):
+            os.remove(files[name])
+    if cfg.get("logs_dir"):
+        try:
+            for name in os.listdir(cfg["logs_dir"]):
+                os.remove(os.path.join(cfg["logs_dir"], name))
+        except OSError:
+            pass
+
+    pid = os.fork()
+    if pid == 0:  # the supervisor: a session of its own, no terminal, nothing shared with the caller
+        code = 1
+        try:
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+            code = supervise(cfg)
+        except BaseException as error:  # a supervisor that cannot run says why in the result
+            with contextlib.suppress(OSError):
+                write_json(files["result"], {"rc": None, "error": f"supervisor failed: {error!r}"})
+        finally:
+            os._exit(code)
+    deadline = time.time() + 15
+    while time.time() < deadline:
+        info = read_json(files["supervisor"]) or {}
+        if info.get("launcher_pid") or os.path.exists(files["result"]):
+            break
+        time.sleep(0.1)
+    return {"state": "started", "supervisor": read_json(files["supervisor"], {}), "result": read_json(files["result"])}
+
+
+def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    files = paths(cfg)
+    answer: Dict[str, Any] = {"alive": supervisor_alive(cfg), "result": read_json(files["result"]), "now": time.time()}
+    if cfg.get("progress_file"):
+        answer["progress"] = read_from(cfg["progress_file"], int(cfg.get("progress_offset") or 0))
+    answer["log"] = read_from(files["log"], int(cfg.get("log_offset") or 0), limit=int(cfg.get("log_limit") or 65536))
+    return answer
+
+
+def final(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    files = paths(cfg)
+    return {
+        "result": read_json(files["result"]),
+        "log_tail": tail(files["log"], int(cfg.get("log_limit") or MAX_READ)),
+    }
+
+
+def main(argv: List[str]) -> int:
+    if len(argv) != 2 or argv[0] not in ("start", "status", "final", "scan", "sweep"):
+        answer_line({"error": "usage: train_agent.py start|status|final|scan|sweep JSON"})
+        return 2
+    cfg = json.loads(argv[1])
+    if argv[0] == "start":
+        answer = start(cfg)
+    elif argv[0] == "status":
+        answer = status(cfg)
+    elif argv[0] == "final":
+        answer = final(cfg)
+    elif argv[0] == "scan":
+        answer = {"processes": scan(cfg["job"])}
+    else:
+        answer = sweep(cfg["job"], float(cfg.get("grace", 5.0)))
+    answer_line(answer)
+    return 0
+
+
+def answer_line(answer: Dict[str, Any]) -> None:
+    """The one JSON document a command answers with, on a line of its own."""
+    sys.stdout.write(json.dumps(answer, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

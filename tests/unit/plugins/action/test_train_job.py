@@ -1,0 +1,150 @@
+"""The amx.cluster.train_job action plugin, run by ansible-playbook against this machine on small bash jobs."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[4]
+PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
+
+PLAY = """
+- hosts: localhost
+  connection: local
+  gather_facts: false
+  tasks:
+    - name: Run the job
+      amx.cluster.train_job:
+        run_dir: "{{ run_dir }}"
+        run_id: "{{ run_id }}"
+        script: launch.sh
+        python: "{{ ansible_playbook_python }}"
+        nodes: "{{ cluster | default([{'alias': 'localhost', 'name': 'head'}]) }}"
+        processes_per_node: 2
+        progress_file: progress.jsonl
+        poll_interval: 0.5
+        heartbeat: 2
+        timeout: "{{ limit | default(60) }}"
+        rerun: "{{ rerun | default(false) }}"
+        hint: Look at the network.
+      register: job
+      failed_when: false
+
+    - name: Keep the result
+      ansible.builtin.copy:
+        content: "{{ job | to_json }}"
+        dest: "{{ run_dir }}/task.json"
+        mode: "0644"
+"""
+
+# Four ranks of a fake job, two "nodes": progress lines from rank 0; rank 3 can be made to die.
+JOB = r"""
+for step in 1 2 3 4; do
+  sleep 0.4
+  printf '{"step": %d, "total_steps": 4, "epoch": 0.%d, "loss": 1.%d, ' "$step" "$step" "$step" >> progress.jsonl
+  printf '"samples_per_second": 8.0, "eta_seconds": %d}\n' "$((4 - step))" >> progress.jsonl
+  echo "[0] step $step"
+  if [ "${DIE:-}" = "$step" ]; then
+    echo "[3] Traceback (most recent call last):"
+    echo "[3] RuntimeError: out of patience"
+    echo "[3] amx.cluster: rank 3 ended: exit code 1, pid 4242 on worker-b"
+    exit 7
+  fi
+done
+"""
+
+
+def play(run_dir, *extra, check=False):
+    playbook = run_dir.parent / "play.yml"
+    playbook.write_text(PLAY)
+    env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+    argv = [str(PLAYBOOK), "-i", "localhost,", str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
+    argv += ["-e", f"run_dir={run_dir}", "-e", f"run_id={run_dir.name}"]
+    for item in extra:
+        argv += ["-e", item]
+    if check:
+        argv.append("--check")
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    task = json.loads((run_dir / "task.json").read_text()) if (run_dir / "task.json").exists() else None
+    return done.stdout, task
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    folder = tmp_path / ("run-" + uuid.uuid4().hex[:8])
+    folder.mkdir()
+    return folder
+
+
+def write_job(run_dir, body=JOB, die=None):
+    prefix = f"export DIE={die}\n" if die else ""
+    (run_dir / "launch.sh").write_text("#!/usr/bin/env bash\nset -eo pipefail\n" + prefix + textwrap.dedent(body))
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_a_job_runs_shows_progress_and_is_reported_once(run_dir):
+    write_job(run_dir)
+    out, task = play(run_dir)
+    assert "job [localhost] started " in out
+    assert "job [localhost] step 4/4 (100%) | epoch 0.40 | loss 1.4000 | 8.0 samples/s | ETA 0:00:00" in out
+    assert "job [localhost] finished in 0:00:0" in out
+    assert task["state"] == "started"
+    assert task["changed"] is True
+    assert task["job_failed"] is False
+    assert task["rc"] == 0
+    assert task["last_progress"]["step"] == 4
+    assert task["progress_count"] >= 1
+    assert task["left_running"] == {}
+    assert task["rank_lines"]["rank-0"][-1] == "step 4"
+    assert (run_dir / "logs" / "job" / "rank-0.log").read_text().splitlines()[-1] == "step 4"
+
+    # The same task again: the job ended, it is reported and not started (0 changed).
+    out, again = play(run_dir)
+    assert again["state"] == "finished_before"
+    assert again["changed"] is False
+    assert again["rc"] == 0
+    assert "started" not in out.split("TASK [Run the job]")[1].split("TASK [Keep")[0]
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_a_failed_job_names_the_rank_and_its_host(run_dir):
+    # node1 does not exist: the clean-up cannot reach it, and says so.
+    cluster = [{"alias": "localhost", "name": "head"}, {"alias": "node1", "name": "worker-b"}]
+    write_job(run_dir, die=2)
+    task = play(run_dir, json.dumps({"cluster": cluster}))[1]
+    assert task["job_failed"] is True
+    assert task["rc"] == 7
+    assert task["failure"]["rank"] == 3
+    assert task["failure"]["host"] == "worker-b (node1)"
+    message = task["msg"]
+    assert message.startswith("job on localhost failed after 0:00:0")
+    assert "rank 3 on worker-b (node1) failed with RuntimeError: out of patience (exit code 1)" in message
+    assert "last progress: step 2/4 (50%)" in message
+    assert "Look at the network." in message
+    assert "Could not check for processes left on: {'worker-b (node1)': 'ssh node1 exited 255" in message
+    assert "No process of the run is left" not in message
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_the_time_limit_stops_a_hanging_job(run_dir):
+    write_job(run_dir, body='echo "[0] waiting for a peer"\nsleep 120\n')
+    out, task = play(run_dir, "limit=2")
+    assert task["job_failed"] is True
+    assert task["timed_out"] is True
+    assert task["msg"].startswith("job on localhost did not finish within 0:00:02: stopped it")
+    assert "running, 0:00:0" in out  # the heartbeat while nothing progressed
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_check_mode_starts_nothing(run_dir):
+    write_job(run_dir)
+    task = play(run_dir, check=True)[1]
+    assert task is None  # the copy task did not write either
+    assert not (run_dir / "state").exists()
+    assert not (run_dir / "progress.jsonl").exists()

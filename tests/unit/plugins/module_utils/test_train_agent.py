@@ -1,0 +1,205 @@
+"""The run agent of amx.cluster.train_job (module_utils/train_agent.py), on real processes of this machine."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+
+from ansible_collections.amx.cluster.plugins.module_utils import train_agent
+
+AGENT = train_agent.__file__
+
+
+def agent(command, cfg):
+    done = subprocess.run(
+        [sys.executable, AGENT, command, json.dumps(cfg)], capture_output=True, text=True, timeout=60, check=True
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def wait_for_result(cfg, seconds=60):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        answer = agent("status", cfg)
+        if answer["result"] is not None:
+            return answer["result"]
+        time.sleep(0.2)
+    raise AssertionError(f"no result after {seconds} s: {agent('status', cfg)}")
+
+
+@pytest.fixture
+def run(tmp_path):
+    run_id = "test-" + uuid.uuid4().hex[:8]
+    run_dir = tmp_path / run_id
+    run_dir.mkdir()
+    cfg = {
+        "run_id": run_id,
+        "job": run_id + "/job",
+        "run_dir": str(run_dir),
+        "state_dir": str(run_dir / "state" / "job"),
+        "logs_dir": str(run_dir / "logs" / "job"),
+        "script": str(run_dir / "launch.sh"),
+        "progress_file": str(run_dir / "progress.jsonl"),
+        "timeout": 0,
+        "workers": [],
+    }
+    yield cfg
+    train_agent.sweep(cfg["job"], grace=1)
+
+
+def write_script(cfg, body):
+    with open(cfg["script"], "w") as handle:
+        handle.write("#!/usr/bin/env bash\nset -eo pipefail\n" + body)
+
+
+@pytest.fixture
+def marked(run):
+    """A process of the job (rank 3), one of another job of the same run, and one that is no job's."""
+    procs = []
+    for job, seconds in ((run["job"], "60"), (run["run_id"] + "/smoke", "61"), (None, "62")):
+        env = dict(os.environ, PMI_RANK="3")
+        if job:
+            env["AMX_CLUSTER_JOB"] = job
+        procs.append(subprocess.Popen(["sleep", seconds], env=env))
+    yield procs
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
+def test_scan_finds_the_job_by_its_environment(run, marked):
+    ours, sibling, other = marked
+    found = train_agent.scan(run["job"])
+    assert [(item["pid"], item["rank"]) for item in found] == [(ours.pid, 3)]
+    assert [item["pid"] for item in train_agent.scan(run["run_id"] + "/smoke")] == [sibling.pid]
+    assert other.pid not in [item["pid"] for item in train_agent.scan(run["run_id"])]
+
+
+def test_sweep_ends_the_job_and_nothing_else(run, marked):
+    ours, sibling, other = marked
+    answer = train_agent.sweep(run["job"], grace=2)
+    assert answer["found"] == [ours.pid]
+    assert answer["left"] == []
+    assert ours.wait(timeout=5) == -15
+    assert sibling.poll() is None
+    assert other.poll() is None
+
+
+def test_sweep_kills_what_ignores_sigterm(run):
+    env = dict(os.environ, AMX_CLUSTER_JOB=run["job"])
+    stubborn = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"],
+        env=env,
+    )
+    time.sleep(0.5)
+    started = time.time()
+    answer = train_agent.sweep(run["job"], grace=1)
+    assert answer["left"] == []
+    assert stubborn.wait(timeout=5) == -9
+    assert time.time() - started < 10
+
+
+@pytest.mark.parametrize(
+    ("content", "offset", "text", "new_offset"),
+    [
+        ("a\nb\n", 0, "a\nb\n", 4),
+        ("a\nb\npart", 0, "a\nb\n", 4),  # a line still being written waits for the next look
+        ("a\nb\nc\n", 4, "c\n", 6),
+        ("x\n", 10, "x\n", 2),  # shorter than the offset: the file was replaced, read it again
+    ],
+)
+def test_read_from(tmp_path, content, offset, text, new_offset):
+    path = tmp_path / "log"
+    path.write_text(content)
+    answer = train_agent.read_from(str(path), offset)
+    assert (answer["text"], answer["offset"]) == (text, new_offset)
+
+
+def test_read_from_a_missing_file(tmp_path):
+    assert train_agent.read_from(str(tmp_path / "none"), 5) == {"text": "", "offset": 0, "skipped": 0, "exists": False}
+
+
+def test_start_detaches_reports_progress_and_splits_the_logs(run):
+    write_script(
+        run,
+        'echo "[0] starting"\necho "[1] starting"\n'
+        'for step in 1 2 3; do sleep 0.5; echo "{\\"step\\": $step, \\"total_steps\\": 3}" >> progress.jsonl; done\n'
+        'echo "[1] done"\necho "[0] done"\n',
+    )
+    started = time.time()
+    answer = agent("start", run)
+    assert answer["state"] == "started"
+    assert time.time() - started < 1.4, "start returns before the run ends"
+    supervisor = answer["supervisor"]["pid"]
+    assert os.getsid(supervisor) == supervisor, "the supervisor leads a session of its own"
+
+    result = wait_for_result(run)
+    assert result["rc"] == 0 and result["timed_out"] is False
+    assert result["sweeps"]["localhost"]["left"] == []
+    status = agent("status", run)
+    assert [json.loads(line)["step"] for line in status["progress"]["text"].splitlines()] == [1, 2, 3]
+    logs = sorted(os.listdir(run["logs_dir"]))
+    assert logs == ["rank-0.log", "rank-1.log"]
+    with open(os.path.join(run["logs_dir"], "rank-1.log")) as handle:
+        assert handle.read() == "starting\ndone\n"
+
+    again = agent("start", run)
+    assert again["state"] == "finished_before"
+    assert again["result"]["rc"] == 0
+    final = agent("final", run)
+    assert "[0] done" in final["log_tail"]
+
+
+def test_start_attaches_to_a_live_run_and_reruns_on_request(run):
+    write_script(run, "sleep 2\necho '[0] once'\n")
+    assert agent("start", run)["state"] == "started"
+    assert agent("start", run)["state"] == "attached"
+    assert wait_for_result(run)["rc"] == 0
+    rerun = dict(run, rerun=True)
+    assert agent("start", rerun)["state"] == "started"
+    assert wait_for_result(rerun)["rc"] == 0
+
+
+def test_a_failing_launcher_is_recorded(run):
+    write_script(run, "echo '[0] RuntimeError: boom'\nexit 3\n")
+    agent("start", run)
+    result = wait_for_result(run)
+    assert result["rc"] == 3
+    assert "RuntimeError: boom" in agent("final", run)["log_tail"]
+
+
+def test_the_time_limit_ends_the_run_and_its_processes(run):
+    run["timeout"] = 2
+    write_script(run, "sleep 300 &\nsleep 300\n")
+    started = time.time()
+    agent("start", run)
+    result = wait_for_result(run, seconds=40)
+    assert result["timed_out"] is True
+    assert result["rc"] < 0
+    assert 2 <= time.time() - started < 30
+    assert train_agent.scan(run["job"]) == []
+
+
+def test_what_escapes_the_launcher_is_swept_once_it_ends(run):
+    # A rank that left the launcher's process group (setsid) still carries the job's mark.
+    write_script(run, "setsid sleep 300 < /dev/null > /dev/null 2>&1 &\nsleep 1\n")
+    agent("start", run)
+    result = wait_for_result(run)
+    assert result["rc"] == 0
+    assert len(result["sweeps"]["localhost"]["found"]) == 1
+    assert result["sweeps"]["localhost"]["left"] == []
+    assert train_agent.scan(run["job"]) == []
+
+
+def test_start_without_a_script(run):
+    assert agent("start", run) == {"error": f"no launch script at {run['script']}", "state": "error"}
+
+
+def test_usage():
+    done = subprocess.run([sys.executable, AGENT, "nonsense"], capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "usage" in json.loads(done.stdout)["error"]
