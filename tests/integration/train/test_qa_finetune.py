@@ -58,7 +58,8 @@ def assert_learned(metrics):
 
 def assert_progress(path, steps):
     lines = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [line["step"] for line in lines] == list(range(20, steps + 1, 20))
+    # The first step, then every logging_steps (20) steps.
+    assert [line["step"] for line in lines] == [1, *range(20, steps + 1, 20)]
     for line in lines:
         assert set(line) == {"step", "total_steps", "epoch", "loss", "samples_per_second", "eta_seconds", "rank"}
         assert line["total_steps"] == steps
