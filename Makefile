@@ -12,7 +12,7 @@ MOLECULE_SLOW := ipex
 .PHONY: demo setup host-packages docker lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
 
 # The local demo: this machine as a one-node cluster (inventory/local.yml), provisioned, then trained on.
-# Extra options go in DEMO_ARGS, e.g. DEMO_ARGS='-e {"torch_stack_extra_index_urls": []}' without PyTorch's index.
+# Extra options go in DEMO_ARGS, e.g. DEMO_ARGS='-e train_epochs=2'.
 demo: setup
 	ansible-playbook playbooks/provision.yml $(DEMO_ARGS)
 	ansible-playbook playbooks/train.yml $(DEMO_ARGS)

@@ -53,7 +53,9 @@ ARGUMENT_SPEC: Dict[str, Any] = {
 }
 
 # Colours that stay apart for colour-blind readers (Okabe-Ito).
-BLUE, ORANGE, GREY = "#0072B2", "#D55E00", "#7f7f7f"
+BLUE = "#0072B2"
+ORANGE = "#D55E00"
+GREY = "#7f7f7f"
 # Value labels above a point, on a white ground so that lines behind them do not cross the digits.
 LABEL: Dict[str, Any] = {
     "textcoords": "offset points",

@@ -11,20 +11,15 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from typing import Iterator
 
+from net import free_port
+
 MOTO_SERVER = pathlib.Path(sys.executable).parent / "moto_server"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def post(url: str, path: str, timeout: float = 30) -> None:

@@ -1,0 +1,62 @@
+# Copyright: amx.cluster contributors
+# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+"""Test probe: writes every task result and the final per-host stats as JSON lines to $AMX_TEST_EVENTS.
+
+The bad-input tests read it to find which host failed in which task (and in which file of which role), with what
+message, and what the recap counted for each host, without scraping the human-readable output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from ansible.plugins.callback import CallbackBase
+
+KEPT = ("msg", "argument_errors", "stderr", "rc", "changed", "skip_reason")
+
+
+class CallbackModule(CallbackBase):
+    CALLBACK_VERSION = 2.0
+    CALLBACK_TYPE = "aggregate"
+    CALLBACK_NAME = "bad_input_events"
+    CALLBACK_NEEDS_ENABLED = True
+
+    def _write(self, entry):
+        path = os.environ.get("AMX_TEST_EVENTS")
+        if path:
+            with open(path, "a", encoding="utf-8") as stream:
+                stream.write(json.dumps(entry, default=str) + "\n")
+
+    def _record(self, result, status):
+        task = result._task
+        role = task._role.get_name(include_role_fqcn=False) if task._role else None
+        data = result._result
+        self._write(
+            {
+                "event": "result",
+                "status": status,
+                "host": result._host.get_name(),
+                "task": task.get_name(),
+                "action": task.action,
+                "role": role,
+                "path": task.get_path(),
+                "result": {key: data[key] for key in KEPT if key in data},
+            }
+        )
+
+    def v2_runner_on_ok(self, result):
+        self._record(result, "ok")
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self._record(result, "ignored" if ignore_errors else "failed")
+
+    def v2_runner_on_unreachable(self, result):
+        self._record(result, "unreachable")
+
+    def v2_runner_on_skipped(self, result):
+        self._record(result, "skipped")
+
+    def v2_playbook_on_stats(self, stats):
+        hosts = sorted(stats.processed.keys())
+        self._write({"event": "stats", "hosts": {host: stats.summarize(host) for host in hosts}})
