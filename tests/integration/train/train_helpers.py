@@ -28,8 +28,10 @@ RUN_ENV = {
     "TOKENIZERS_PARALLELISM": "false",
     "OMP_NUM_THREADS": "1",
     "PYTHONUNBUFFERED": "1",
-    # Every rank of these tests is on this machine: gloo on loopback, whatever the host name resolves to.
+    # Every rank of these tests is on this machine, whatever its host name resolves to: gloo on loopback, and
+    # Hydra starting the ranks itself rather than through ssh.
     "GLOO_SOCKET_IFNAME": "lo",
+    "HYDRA_LAUNCHER": "fork",
 }
 
 
