@@ -62,7 +62,7 @@ molecule-slow: setup host-packages docker
 
 # Benchmarks: reports with medians and ratios against a baseline measured in the same run, in bench/results/.
 bench: setup
-	python bench/inventory_bench.py
+	@status=0; python bench/inventory_bench.py || status=$$?; python bench/bringup_bench.py || status=$$?; exit $$status
 
 # The benchmarks at their smallest, to prove they run (results to a temporary folder, not bench/results/).
 bench-smoke: setup
