@@ -51,7 +51,9 @@ RANK_VARS = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
 
 def log(message: str) -> None:
     rank = env_int(RANK_VARS, 0)
-    print(f"[qa_finetune rank {rank}] {message}", flush=True)
+    # One write per line, so that the ranks' lines never merge in the launcher's output.
+    sys.stdout.write(f"[qa_finetune rank {rank}] {message}\n")
+    sys.stdout.flush()
 
 
 def env_int(names: Sequence[str], default: int) -> int:

@@ -48,7 +48,10 @@ def env_int(names: Sequence[str], default: Optional[int]) -> Optional[int]:
 
 def emit(record: Dict[str, Any]) -> None:
     record["seconds"] = round(time.time() - STARTED, 3)
-    print(json.dumps(record, sort_keys=True), flush=True)
+    # One write per line: the ranks share the launcher's output, and print() writes the text and its newline apart
+    # (unbuffered), so two ranks' lines could merge into one.
+    sys.stdout.write(json.dumps(record, sort_keys=True) + "\n")
+    sys.stdout.flush()
 
 
 def on_timeout() -> None:
