@@ -126,17 +126,18 @@ class Harness:
         cluster.wait_for_ssh()
         return cluster
 
+    def containers(self) -> List[str]:
+        """Ids of every container of this benchmark, running or not."""
+        return subprocess.run(
+            ["docker", "ps", "-aq", "--filter", f"label=amx-cluster-test={self.prefix}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
+
     def remove(self, names: Optional[Sequence[str]] = None) -> None:
         """The named containers, or (no names) every container and the network of this benchmark."""
-        if names is None:
-            found = subprocess.run(
-                ["docker", "ps", "-aq", "--filter", f"label=amx-cluster-test={self.prefix}"],
-                capture_output=True,
-                text=True,
-                check=False,
-            ).stdout.split()
-        else:
-            found = list(names)
+        found = self.containers() if names is None else list(names)
         if found:
             subprocess.run(["docker", "rm", "-f", *found], capture_output=True, check=False)
         if names is None:
@@ -884,12 +885,7 @@ def main() -> int:
         print(f"bringup_bench: stopped: {error}", file=sys.stderr)
     finally:
         harness.remove()
-        left = subprocess.run(
-            ["docker", "ps", "-aq", "--filter", f"label=amx-cluster-test={prefix}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.split()
+        left = harness.containers()
         if left:
             print(f"bringup_bench: containers left behind: {' '.join(left)}", file=sys.stderr)
     if error:
