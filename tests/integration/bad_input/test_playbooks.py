@@ -2,7 +2,7 @@
 the cluster (connection local), with every path variable of the roles under the test's folder.
 
 test_node_roles.py runs the roles one by one; here the same preflight is reached the way a user reaches it, and
-two gaps of the playbooks are pinned as strict expected failures until the playbooks close them.
+the playbooks' own promise is checked: every role's input on every node is checked before any role acts anywhere.
 """
 
 from __future__ import annotations
@@ -25,26 +25,34 @@ def test_provision_refuses_an_unknown_profile_before_any_change(unknown_profile)
     assert_refused(run, "localhost", "torch_stack", expect, touched)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="provision.yml runs each role's preflight just before that role acts: a bad torch_stack input stops the "
-    "node only after tcmalloc went past its preflight (with tcmalloc_install: true, the default, it would have "
-    "installed packages first). Proposed: a first play in node_setup.yml / train.yml that validates every role's "
-    "argument specs and runs every role's tasks/preflight.yml (include_role tasks_from: preflight) on every node "
-    "before any role acts.",
-)
 def test_provision_checks_every_role_before_any_role_acts(unknown_profile):
     run, _touched = unknown_profile
     failure = run.failure("localhost")
     assert failure is not None and in_preflight(failure, "torch_stack"), run.explain()
-    acted = [
+    assert acted_past_preflight(run, "localhost") == [], "tasks past a role's preflight ran before the refusal"
+
+
+def acted_past_preflight(run, host: str):
+    return [
         f"{event['role']}: {event['task']}"
-        for event in run.results("localhost")
+        for event in run.results(host)
         if event["role"] not in (None, "amx_check")  # amx_check is a read-only gate
         and "include" not in event["action"]
         and not in_preflight(event, event["role"])
     ]
-    assert acted == [], "tasks past a role's preflight ran before the bad input was refused"
+
+
+def test_one_refused_node_stops_the_others_before_they_change(tmp_path):
+    """Two nodes (both this machine, each with its own paths): the worker's profile is unknown. The master's own
+    input is good, yet it must not start installing while the worker is refused."""
+    good = {**LOCAL, **node_paths(tmp_path / "master")}
+    bad = {**LOCAL, **node_paths(tmp_path / "worker"), "torch_stack_profile": "ipex-3.0"}
+    run, touched = run_in_folder(tmp_path, PLAYBOOKS / "provision.yml", cluster({"master-a": good}, {"worker-b": bad}))
+    assert run.returncode != 0, run.explain()
+    assert "worker-b: unknown torch_stack_profile 'ipex-3.0'" in run.output, run.explain()
+    assert acted_past_preflight(run, "master-a") == [], run.explain()
+    assert acted_past_preflight(run, "worker-b") == [], run.explain()
+    assert touched == [], touched
 
 
 @pytest.mark.parametrize("playbook", ["provision.yml", "train.yml"])
