@@ -42,6 +42,8 @@ _FILTERS = {
     "stack_transformers_dialect": sp.transformers_dialect,
     # profile_name | stack_manifest(requirements_sha256, freeze_text, versions, python_version)
     "stack_manifest": sp.build_manifest,
+    # {host: {package: version}} | stack_differences -> one line per package that differs between the hosts
+    "stack_differences": sp.stack_differences,
     # wheel_files | stack_wheels_missing(freeze_text) -> wheels not installed at that version
     "stack_wheels_missing": sp.wheels_missing,
     # "2.8.0" | stack_major_minor -> "2.8"

@@ -393,6 +393,21 @@ def build_manifest(
     return body
 
 
+def stack_differences(packages_by_host: Mapping[str, Mapping[str, str]]) -> List[str]:
+    """What differs between the nodes' installed packages (host -> {package: version}), one line per package:
+    ``transformers: 5.24.0 on a, b; 5.23.0 on c``, with ``absent`` for a node that lacks it. Empty when they agree."""
+    names = sorted({name for packages in packages_by_host.values() for name in packages})
+    lines = []
+    for name in names:
+        hosts_by_version: Dict[str, List[str]] = {}
+        for host, packages in packages_by_host.items():
+            hosts_by_version.setdefault(packages.get(name, "absent"), []).append(host)
+        if len(hosts_by_version) > 1:
+            found = "; ".join(f"{version} on {', '.join(hosts)}" for version, hosts in hosts_by_version.items())
+            lines.append(f"{name}: {found}")
+    return lines
+
+
 def parse_wheel_filename(filename: str) -> Tuple[str, str]:
     """``torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`` -> (``torch``, ``2.13.0+cpu``)."""
     base = filename.rsplit("/", 1)[-1]

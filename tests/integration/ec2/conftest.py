@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 import moto_server
 import pytest
-from ec2_helpers import AMIS, REGION, REPO, VENV_BIN, Run, parse_recap
+from ec2_helpers import ACCESS_KEY_ID, AMIS, REGION, REPO, SECRET_ACCESS_KEY, VENV_BIN, Run, parse_recap
 
 
 def plain(value: Any) -> Any:
@@ -95,8 +95,8 @@ def ec2(moto):
         "ec2",
         region_name=REGION,
         endpoint_url=moto.url,
-        aws_access_key_id="testing",
-        aws_secret_access_key="testing",
+        aws_access_key_id=ACCESS_KEY_ID,
+        aws_secret_access_key=SECRET_ACCESS_KEY,
     )
 
 
@@ -130,8 +130,8 @@ def aws_env(moto, home) -> Dict[str, str]:
     env.update(
         HOME=str(home),
         PATH="{}:{}".format(VENV_BIN, env.get("PATH", "/usr/bin:/bin")),
-        AWS_ACCESS_KEY_ID="testing",
-        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_ACCESS_KEY_ID=ACCESS_KEY_ID,
+        AWS_SECRET_ACCESS_KEY=SECRET_ACCESS_KEY,
         AWS_REGION=REGION,
         AWS_DEFAULT_REGION=REGION,
         AWS_ENDPOINT_URL=moto.url,

@@ -13,6 +13,9 @@ PLAYBOOKS = REPO / "playbooks"
 HERE = pathlib.Path(__file__).resolve().parent
 REGION = "us-east-1"
 ACCOUNT = "123456789012"  # moto's default account
+# Dummy credentials (moto takes any), distinctive enough to search for in what reaches the nodes.
+ACCESS_KEY_ID = "AKIAAMXCLUSTERTESTS1"
+SECRET_ACCESS_KEY = "amx-cluster-tests-secret-never-on-a-node"
 
 # Canonical's owner id and Ubuntu 24.04 names, as the role's defaults look for them: an older and a newer amd64
 # image (the newer must win) and an arm64 one (the wrong architecture must be skipped).

@@ -11,7 +11,7 @@ import json
 import pathlib
 
 import pytest
-from ec2_helpers import BASE_IMAGE, PLAYBOOKS, REGION, cluster_resources
+from ec2_helpers import ACCESS_KEY_ID, BASE_IMAGE, PLAYBOOKS, REGION, SECRET_ACCESS_KEY, cluster_resources
 
 HERE_PLAYBOOKS = pathlib.Path(__file__).resolve().parent / "playbooks"
 CLUSTER = "flow"
@@ -139,6 +139,8 @@ def test_provision_inventory_reprovision_teardown(ec2, playbook, inventory_file,
         script = base64.b64decode(user_data["UserData"]["Value"]).decode()
         assert script.startswith("#cloud-config")
         assert "lifetime_minutes=720" in script
+        # What a node receives from the cloud (its user data) never carries the controller's credentials.
+        assert ACCESS_KEY_ID not in script and SECRET_ACCESS_KEY not in script
     assert len({i["SubnetId"] for i in [master, *workers]}) == 1
 
     # The security group: SSH from the admin CIDR only, everything from its own members, nothing open to the world.

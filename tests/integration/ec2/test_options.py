@@ -11,12 +11,21 @@ moto does not do everything EC2 does, so part of these tests checks the requests
 
 from __future__ import annotations
 
+import base64
 import json
 import pathlib
 import stat
 
 import pytest
-from ec2_helpers import BASE_IMAGE, PLAYBOOKS, anything_created, base_vars, cluster_resources
+from ec2_helpers import (
+    ACCESS_KEY_ID,
+    BASE_IMAGE,
+    PLAYBOOKS,
+    SECRET_ACCESS_KEY,
+    anything_created,
+    base_vars,
+    cluster_resources,
+)
 
 HERE = pathlib.Path(__file__).resolve().parent
 
@@ -70,6 +79,13 @@ def test_spot_existing_placement_group_created_key_parallel(ec2, moto, playbook,
     # Every launch request names the template and the existing placement group; no group was created.
     launches = moto.recorded("RunInstances")
     assert len(launches) == 2  # the master, then the worker (parallel strategy: both from the base image)
+    # Nothing sent for the nodes (the template, the launches, their user data) carries the controller's credentials.
+    for request in [template_request, *launches]:
+        user_data = [request.get(key, []) for key in ("UserData", "LaunchTemplateData.UserData")]
+        sent = json.dumps(request) + "".join(
+            base64.b64decode(value).decode() for values in user_data for value in values
+        )
+        assert ACCESS_KEY_ID not in sent and SECRET_ACCESS_KEY not in sent
     for launch in launches:
         assert first(launch, "LaunchTemplate.LaunchTemplateName") == "amx-opts"
         assert first(launch, "Placement.GroupName") == "shared-pg"

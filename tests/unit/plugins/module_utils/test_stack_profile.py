@@ -299,3 +299,19 @@ def test_split_spec_and_pin(spec, name, rest, pin):
 )
 def test_major_minor(version, expected):
     assert sp.major_minor(version) == expected
+
+
+@pytest.mark.parametrize(
+    "packages_by_host, expected",
+    [
+        ({"a": {"torch": "2.13.0"}, "b": {"torch": "2.13.0"}}, []),
+        (
+            {"a": {"torch": "2.13.0", "extra": "1.0"}, "b": {"torch": "2.13.0"}, "c": {"torch": "2.12.0"}},
+            ["extra: 1.0 on a; absent on b, c", "torch: 2.13.0 on a, b; 2.12.0 on c"],
+        ),
+        ({"a": {}, "b": {"x": "1"}}, ["x: absent on a; 1 on b"]),
+        ({}, []),
+    ],
+)
+def test_stack_differences(packages_by_host, expected):
+    assert sp.stack_differences(packages_by_host) == expected
