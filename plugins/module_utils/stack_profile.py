@@ -357,14 +357,19 @@ def transformers_dialect(version: str, has_ipex: bool = False, has_ccl: bool = F
 
 
 def parse_freeze(freeze_text: str) -> Dict[str, str]:
-    """``pip freeze`` output -> {normalised name: version}; lines that are not ``name==version`` are ignored."""
+    """``pip freeze`` output -> {normalised name: version}. A package installed from a file or a URL
+    (``name @ file:///tmp/x.whl``) has no version in that output: its URL stands for the version, so a package
+    installed by hand still counts. Comments and options (``-e`` ...) are ignored."""
     packages: Dict[str, str] = {}
     for raw in (freeze_text or "").splitlines():
         line = raw.strip()
-        if not line or line.startswith(("#", "-")) or "==" not in line:
+        if not line or line.startswith(("#", "-")):
             continue
-        name, version = line.split("==", 1)
-        packages[normalize_name(name)] = version.strip()
+        for separator in ("==", " @ "):
+            if separator in line:
+                name, version = line.split(separator, 1)
+                packages[normalize_name(name)] = version.strip()
+                break
     return packages
 
 

@@ -24,6 +24,7 @@ def test_every_filter_is_exported():
         "stack_transformers_dialect",
         "stack_manifest",
         "stack_wheels_missing",
+        "stack_differences",
         "stack_major_minor",
     }
 
@@ -36,6 +37,7 @@ def test_every_filter_is_exported():
         ("stack_major_minor", ("abc",), "amx.cluster.stack_major_minor: cannot read a version"),
         ("stack_wheels_missing", (["x.tar.gz"], ""), "amx.cluster.stack_wheels_missing"),
         ("stack_problems", ({}, "3.11"), "amx.cluster.stack_problems"),
+        ("stack_differences", (["not a mapping"],), "amx.cluster.stack_differences"),
     ],
 )
 def test_errors_name_the_filter(name, args, message):

@@ -315,3 +315,19 @@ def test_major_minor(version, expected):
 )
 def test_stack_differences(packages_by_host, expected):
     assert sp.stack_differences(packages_by_host) == expected
+
+
+@pytest.mark.parametrize(
+    "freeze, expected",
+    [
+        ("Torch==2.13.0+cpu\nnumpy==2.1.0\n", {"torch": "2.13.0+cpu", "numpy": "2.1.0"}),
+        # A package installed by hand from a file has no version in pip freeze: its URL stands in for one.
+        (
+            "torch==2.13.0\namx_cluster.By-Hand @ file:///tmp/amx_cluster_by_hand-1.0-py3-none-any.whl\n",
+            {"torch": "2.13.0", "amx-cluster-by-hand": "file:///tmp/amx_cluster_by_hand-1.0-py3-none-any.whl"},
+        ),
+        ("# comment\n-e git+https://example.invalid/x.git#egg=x\n\n", {}),
+    ],
+)
+def test_parse_freeze(freeze, expected):
+    assert sp.parse_freeze(freeze) == expected
