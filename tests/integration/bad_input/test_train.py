@@ -80,6 +80,18 @@ CASES = [
     ),
     pytest.param(
         TrainCase(
+            "train-scaling-sweep-beyond-the-cluster",
+            {"train_scaling_nodes": [1, 2]},
+            (
+                "localhost: the scaling sweep cannot run as set",
+                "has node counts outside 1..1 (2)",
+                "Change train_scaling_nodes (for example [1])",
+            ),
+        ),
+        id="train-scaling-sweep-beyond-the-cluster",
+    ),
+    pytest.param(
+        TrainCase(
             "train-no-master-group",
             {},
             ("localhost", "group master", "workers"),
