@@ -44,6 +44,8 @@ _FILTERS = {
     "stack_manifest": sp.build_manifest,
     # {host: {package: version}} | stack_differences -> one line per package that differs between the hosts
     "stack_differences": sp.stack_differences,
+    # manifest.packages | stack_packages_lost(freeze_text) -> recorded packages now absent or at another version
+    "stack_packages_lost": sp.packages_lost,
     # wheel_files | stack_wheels_missing(freeze_text) -> wheels not installed at that version
     "stack_wheels_missing": sp.wheels_missing,
     # "2.8.0" | stack_major_minor -> "2.8"

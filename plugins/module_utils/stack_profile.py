@@ -413,6 +413,19 @@ def stack_differences(packages_by_host: Mapping[str, Mapping[str, str]]) -> List
     return lines
 
 
+def packages_lost(recorded: Mapping[str, str], freeze_text: str) -> List[str]:
+    """The packages of an earlier install (the manifest's ``packages``) that ``freeze_text`` no longer lists at the
+    recorded version, one line each (``torch: 2.13.0+cpu, now absent``). Packages added since are not counted."""
+    if not isinstance(recorded, Mapping):
+        raise StackProfileError(f"the recorded packages must be a mapping, got {type(recorded).__name__}")
+    installed = parse_freeze(freeze_text)
+    return [
+        f"{name}: {version}, now {installed.get(name, 'absent')}"
+        for name, version in sorted(recorded.items())
+        if installed.get(name) != version
+    ]
+
+
 def parse_wheel_filename(filename: str) -> Tuple[str, str]:
     """``torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl`` -> (``torch``, ``2.13.0+cpu``)."""
     base = filename.rsplit("/", 1)[-1]

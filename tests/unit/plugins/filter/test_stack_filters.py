@@ -25,6 +25,7 @@ def test_every_filter_is_exported():
         "stack_manifest",
         "stack_wheels_missing",
         "stack_differences",
+        "stack_packages_lost",
         "stack_major_minor",
     }
 
@@ -38,6 +39,7 @@ def test_every_filter_is_exported():
         ("stack_wheels_missing", (["x.tar.gz"], ""), "amx.cluster.stack_wheels_missing"),
         ("stack_problems", ({}, "3.11"), "amx.cluster.stack_problems"),
         ("stack_differences", (["not a mapping"],), "amx.cluster.stack_differences"),
+        ("stack_packages_lost", (["torch"], ""), "amx.cluster.stack_packages_lost: the recorded packages"),
     ],
 )
 def test_errors_name_the_filter(name, args, message):

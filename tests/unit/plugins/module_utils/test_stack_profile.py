@@ -318,6 +318,28 @@ def test_stack_differences(packages_by_host, expected):
 
 
 @pytest.mark.parametrize(
+    "recorded, freeze, expected",
+    [
+        ({"torch": "2.13.0+cpu", "numpy": "2.1.0"}, "numpy==2.1.0\ntorch==2.13.0+cpu\n", []),
+        # Added by hand since: not lost, nothing to reinstall (the manifest is rewritten and compared instead).
+        ({"torch": "2.13.0+cpu"}, "torch==2.13.0+cpu\nextra==1.0\n", []),
+        (
+            {"torch": "2.13.0+cpu", "numpy": "2.1.0", "tokenizers": "0.23.3"},
+            "numpy==2.2.0\ntokenizers==0.23.3\n",
+            ["numpy: 2.1.0, now 2.2.0", "torch: 2.13.0+cpu, now absent"],
+        ),
+        (
+            {"by-hand": "file:///tmp/by_hand-1.0-py3-none-any.whl"},
+            "",
+            ["by-hand: file:///tmp/by_hand-1.0-py3-none-any.whl, now absent"],
+        ),
+    ],
+)
+def test_packages_lost(recorded, freeze, expected):
+    assert sp.packages_lost(recorded, freeze) == expected
+
+
+@pytest.mark.parametrize(
     "freeze, expected",
     [
         ("Torch==2.13.0+cpu\nnumpy==2.1.0\n", {"torch": "2.13.0+cpu", "numpy": "2.1.0"}),
