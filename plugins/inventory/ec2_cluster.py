@@ -21,6 +21,10 @@ description:
   - Credentials come from boto3's usual chain (environment, shared credentials and config files, a
     named O(profile), instance roles).
   - The configuration file name must end with C(ec2_cluster.yml) or C(ec2_cluster.yaml).
+  - Any error (a bad option, AWS refusing the request, an instance that cannot be placed) fails the parse with
+    the cause. Ansible then goes on without this source unless told otherwise; to stop the run, set
+    C(any_unparsed_is_failed = true) in the C([inventory]) section of C(ansible.cfg) (the collection's checkout
+    does) or E(ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED=true), and the real cause is what the user sees.
 author:
   - amx.cluster developers (@amx-cluster)
 requirements:
@@ -36,7 +40,10 @@ options:
     required: true
     choices: [amx.cluster.ec2_cluster]
   cluster_name:
-    description: The cluster to list, the value of the instances' C(amx.cluster/cluster) tag.
+    description:
+      - The cluster to list, the value of the instances' C(amx.cluster/cluster) tag, matched exactly.
+      - 1-40 letters, digits or hyphens, starting with a letter or digit, as for C(ec2_cluster_name) of the
+        C(amx.cluster.ec2_cluster) role; other names are refused.
     type: str
     required: true
     env:
@@ -116,6 +123,9 @@ compose:
   ansible_user: "'ubuntu'"
 """
 
+import hashlib
+import json
+
 from ansible.errors import AnsibleParserError
 from ansible.plugins.inventory import BaseInventoryPlugin, Cacheable, Constructable
 
@@ -131,6 +141,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import
 )
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes import (
     ClusterLayoutError,
+    check_cluster_name,
     node_hostvars,
     order_nodes,
     simplify_instance,
@@ -175,7 +186,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
         self.inventory = _HostsFirst(inventory)
         self._read_config_data(path)
 
-        cache_key = self.get_cache_key(path)
+        cache_key = self._cache_key(path)
         use_cache = self.get_option("cache") and cache
         update_cache = self.get_option("cache") and not cache
         instances = None
@@ -190,11 +201,24 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             self._cache[cache_key] = instances
         self._populate(instances)
 
+    # The options that decide which instances the answer holds: the cache key covers them all, so another cluster
+    # name, region or endpoint with the same file never reads this one's cached hosts.
+    _ANSWER_OPTIONS = ("cluster_name", "regions", "profile", "endpoint_url", "instance_states")
+
+    def _cache_key(self, path):
+        shaping = {name: self.get_option(name) for name in self._ANSWER_OPTIONS}
+        digest = hashlib.sha256(json.dumps(shaping, sort_keys=True).encode()).hexdigest()[:16]
+        return f"{self.get_cache_key(path)}_{digest}"
+
     def _fetch(self):
         """The cluster's instances in every region, simplified to JSON-safe dicts (the cached form)."""
         if not HAS_BOTO3:
             raise AnsibleParserError(f"{self.NAME}: {MISSING_BOTO3}")
         cluster_name = self.get_option("cluster_name")
+        try:
+            check_cluster_name(cluster_name)
+        except ClusterLayoutError as exc:
+            raise AnsibleParserError(f"{self.NAME}: option cluster_name: {exc}") from None
         regions = self.get_option("regions") or [None]
         action = f"{self.NAME}: listing the instances of cluster {cluster_name!r}"
         instances = []
@@ -237,6 +261,15 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     self.NAME, self.get_option("cluster_name"), ", ".join(ignored)
                 )
             )
+
+        for node in nodes:
+            if node.get("index_tag_ignored"):
+                self.display.warning(
+                    "{}: instance {}: tag amx.cluster/node-index ignored ({}); named {} by launch order. Set the tag "
+                    "to the worker's number or remove it".format(
+                        self.NAME, node["instance_id"], node["index_tag_ignored"], node["name"]
+                    )
+                )
 
         strict = self.get_option("strict")
         use_private = self.get_option("use_private_address")

@@ -25,7 +25,7 @@ except ImportError:  # pragma: no cover - exercised only where boto3 is missing
     HAS_BOTO3 = False
     AWS_ERRORS = ()
 
-from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes import cluster_filters
+from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes import cluster_filters, of_cluster
 
 MISSING_BOTO3 = (
     "boto3 and botocore are required on the controller for the EC2 cluster; install them into the "
@@ -196,7 +196,8 @@ def describe_cluster_instances(
 ) -> List[Dict[str, Any]]:
     """Every instance of the cluster in the given states, filtered server-side, in large pages.
 
-    The instances come in boto3's shape, reduced to the fields simplify_instance() reads.
+    The instances come in boto3's shape, reduced to the fields simplify_instance() reads, and only those whose
+    cluster tag is exactly ``cluster_name``.
     """
     if not MIN_PAGE_SIZE <= page_size <= MAX_PAGE_SIZE:
         raise AwsAccessError(f"page_size must be between {MIN_PAGE_SIZE} and {MAX_PAGE_SIZE}, got {page_size}")
@@ -216,4 +217,4 @@ def describe_cluster_instances(
                 instances.extend(reservation.get("Instances", []))
     finally:
         client.meta.events.unregister(event, unique_id="amx-cluster-lean-describe")
-    return instances
+    return of_cluster(instances, cluster_name)

@@ -35,6 +35,10 @@ ROLES = (ROLE_MASTER, ROLE_WORKER)
 MASTER_NAME = "master"
 WORKER_PREFIX = "node"
 INSTANCE_STATES = ("pending", "running", "shutting-down", "terminated", "stopping", "stopped")
+# A cluster name, as the ec2_cluster role accepts it: it also names AWS resources (amx-<name>), and it must hold no
+# `*` or `?`, which EC2 tag filters read as wildcards (two clusters would merge).
+CLUSTER_NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{0,39}"
+_ASCII_NUMBER = re.compile(r"[0-9]+")
 
 
 class ClusterLayoutError(ValueError):
@@ -46,10 +50,27 @@ def tags_to_dict(tags: Optional[Iterable[Mapping[str, str]]]) -> Dict[str, str]:
     return {tag["Key"]: tag.get("Value", "") for tag in tags or ()}
 
 
+def check_cluster_name(cluster_name: Any) -> str:
+    """The cluster name when it is one the role accepts; ClusterLayoutError saying the rule otherwise."""
+    if not isinstance(cluster_name, str) or not re.fullmatch(CLUSTER_NAME_PATTERN, cluster_name):
+        raise ClusterLayoutError(
+            f"the cluster name {cluster_name!r} is not valid: use 1-40 letters, digits or hyphens, starting with a "
+            "letter or digit (the name ec2_cluster_name gave the cluster)"
+        )
+    return cluster_name
+
+
+def of_cluster(instances: Iterable[Mapping[str, Any]], cluster_name: str) -> List[Mapping[str, Any]]:
+    """The instances whose cluster tag is exactly ``cluster_name`` (boto3 shape, ``Tags`` as a list).
+
+    The server-side tag filter is the fast path; this re-check makes the answer exact whatever the API matched.
+    """
+    return [item for item in instances if tags_to_dict(item.get("Tags")).get(TAG_CLUSTER) == cluster_name]
+
+
 def cluster_filters(cluster_name: str, states: Sequence[str]) -> List[Dict[str, Any]]:
     """Server-side DescribeInstances filters for the cluster's instances in the given states."""
-    if not cluster_name:
-        raise ClusterLayoutError("the cluster name is empty: set the name of the cluster to look for")
+    check_cluster_name(cluster_name)
     unknown = [state for state in states if state not in INSTANCE_STATES]
     if unknown or not states:
         raise ClusterLayoutError(
@@ -117,7 +138,8 @@ def parse_node_index(value: Any) -> Optional[int]:
     if isinstance(value, int):
         return value if value >= 0 else None
     text = str(value or "").strip()
-    if not text.isdigit():
+    # str.isdigit() also accepts digits int() refuses (superscripts) and other scripts' digits: ASCII only.
+    if not _ASCII_NUMBER.fullmatch(text):
         return None
     return int(text)
 
@@ -132,7 +154,8 @@ def order_nodes(instances: Iterable[Mapping[str, Any]]) -> Tuple[List[Dict[str, 
 
     Returns ``(nodes, ignored)``: ``nodes`` is the master (if any) then the workers by node index,
     each a copy of the instance with ``name``, ``node_role``, ``node_index`` and ``index_from_tag``
-    added; ``ignored`` lists the ids of instances whose role tag is neither master nor worker.
+    added, and ``index_tag_ignored`` (why) on a worker whose node-index tag is set but unusable;
+    ``ignored`` lists the ids of instances whose role tag is neither master nor worker.
     Raises ClusterLayoutError when more than one instance is tagged master.
     """
     masters: List[Dict[str, Any]] = []
@@ -166,13 +189,18 @@ def order_nodes(instances: Iterable[Mapping[str, Any]]) -> Tuple[List[Dict[str, 
     taken: Dict[int, Dict[str, Any]] = {}
     untagged: List[Dict[str, Any]] = []
     for worker in sorted(workers, key=launch_order):
-        index = parse_node_index(worker.get("tags", {}).get(TAG_NODE_INDEX))
+        raw = worker.get("tags", {}).get(TAG_NODE_INDEX)
+        index = parse_node_index(raw)
         if index is not None and index >= 1 and index not in taken:
             worker["index_from_tag"] = True
             taken[index] = worker
-        else:
-            worker["index_from_tag"] = False
-            untagged.append(worker)
+            continue
+        worker["index_from_tag"] = False
+        untagged.append(worker)
+        if index is not None and index >= 1:
+            worker["index_tag_ignored"] = f"node{index} is {taken[index]['instance_id']}, launched earlier"
+        elif str(raw or "").strip():
+            worker["index_tag_ignored"] = f"{raw!r} is not a whole number from 1 up"
     free = 1
     for worker in untagged:
         while free in taken:

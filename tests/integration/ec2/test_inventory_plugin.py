@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
 import time
 
 import ec2_helpers
 import pytest
+from ec2_helpers import REPO, VENV_BIN
 
 CLUSTER = "inv"
 
@@ -134,10 +137,44 @@ def test_cache_serves_until_flushed(ec2, tmp_path, inventory_file, inventory_lis
     ],
 )
 def test_errors_are_explained(aws_env, inventory_file, inventory_list, tmp_path, extra, env_change, message):
-    env = dict(env_change(aws_env) if env_change else aws_env, ANSIBLE_INVENTORY_UNPARSED_FAILED="true")
+    # No ANSIBLE_INVENTORY_* variable: the checkout's ansible.cfg (any_unparsed_is_failed) makes the error fatal.
+    env = dict(env_change(aws_env) if env_change else aws_env)
     config = inventory_file(CLUSTER, extra)
     if "regions:" in extra:
         config.write_text(config.read_text().replace("regions: [us-east-1]\n", ""))
     run = inventory_list(config, env=dict(env, AWS_MAX_ATTEMPTS="1"))[0]
     assert run.returncode != 0, run.explain()
     assert message in " ".join(run.output.split()), run.explain()
+
+
+@pytest.mark.parametrize("name", ["inv*", "in?", "inv prod", "-inv"])
+def test_a_cluster_name_with_wildcards_is_refused_not_matched(ec2, inventory_file, inventory_list, name):
+    launch(ec2, 1, "master")
+    launch(ec2, 1, "master", cluster="inv2")
+    config = inventory_file("wild")
+    config.write_text(config.read_text().replace("cluster_name: wild", f"cluster_name: {json.dumps(name)}"))
+    run, _data = inventory_list(config)
+    assert run.returncode != 0, run.explain()
+    assert "option cluster_name: the cluster name" in " ".join(run.output.split()), run.explain()
+    assert "1-40 letters, digits or hyphens" in " ".join(run.output.split()), run.explain()
+
+
+def test_a_bad_node_index_tag_is_named_not_a_crash(ec2, inventory_file, inventory_list):
+    launch(ec2, 1, "master")
+    odd = launch(ec2, 1, "worker", **{"amx.cluster/node-index": "\u00b2"})[0]  # a superscript two
+    run, data = inventory_list(inventory_file(CLUSTER))
+    assert run.returncode == 0, run.explain()
+    assert data["workers"]["hosts"] == ["node1"]
+    assert data["_meta"]["hostvars"]["node1"]["ec2_instance_id"] == odd["InstanceId"]
+    said = " ".join(run.output.split())
+    assert f"instance {odd['InstanceId']}: tag amx.cluster/node-index ignored" in said, run.explain()
+
+
+def test_a_plugin_error_stops_a_playbook_with_its_cause(aws_env, inventory_file):
+    config = inventory_file(CLUSTER, "page_size: 2000\n")
+    args = [str(VENV_BIN / "ansible-playbook"), "-i", str(config), "playbooks/train.yml"]
+    proc = subprocess.run(args, cwd=REPO, env=aws_env, capture_output=True, text=True, timeout=300, check=False)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode != 0, said
+    assert "page_size must be between 5 and 1000" in said
+    assert "has 0 host(s)" not in said  # check_inventory.yml never ran on an empty inventory

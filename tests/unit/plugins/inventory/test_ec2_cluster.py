@@ -345,6 +345,67 @@ def test_cache_is_used_and_refreshed(tmp_path, ec2_stub):
     assert inventory.get_host("master").vars["ec2_instance_id"] == "i-m"
 
 
+def test_the_cache_key_covers_every_option_that_shapes_the_answer(tmp_path, ec2_stub):
+    """One configuration file, another cluster name (or region, endpoint, states): never the first one's hosts."""
+    cache_dir = tmp_path / "cache"
+    cached = BASIC + f"cache: true\ncache_plugin: jsonfile\ncache_connection: {cache_dir}\n"
+    stubber = ec2_stub.prepare()
+    stubber.add_response("describe_instances", page(instance("i-m", "master")), expected_params())
+    with stubber:
+        run_plugin(tmp_path, cached, cache=False)
+    other = cached.replace("cluster_name: demo", "cluster_name: other")
+    stubber = ec2_stub.prepare()
+    params = expected_params()
+    params["Filters"][0]["Values"] = ["other"]
+    stubber.add_response(
+        "describe_instances",
+        page(
+            dict(
+                instance("i-o", "master"),
+                Tags=[{"Key": "amx.cluster/cluster", "Value": "other"}, {"Key": "amx.cluster/role", "Value": "master"}],
+            )
+        ),
+        params,
+    )
+    with stubber:
+        inventory = run_plugin(tmp_path, other, cache=True)  # the cache holds demo's answer: it must not be used
+        stubber.assert_no_pending_responses()
+    assert inventory.get_host("master").vars["ec2_instance_id"] == "i-o"
+
+
+def test_instances_of_another_cluster_in_the_answer_are_dropped(tmp_path, ec2_stub):
+    """Whatever the API matched, only an exact cluster tag makes a node."""
+    stranger = instance("i-s", "worker")
+    stranger["Tags"][0]["Value"] = "demo-staging"
+    stubber = ec2_stub.prepare()
+    stubber.add_response("describe_instances", page(instance("i-m", "master"), stranger), expected_params())
+    with stubber:
+        inventory = run_plugin(tmp_path, BASIC)
+    assert hosts(inventory, "cluster") == ["master"]
+
+
+@pytest.mark.parametrize("name", ["'demo*'", "'de?o'", "'*'", "demo_1", "''"])
+def test_a_cluster_name_the_role_refuses_is_refused(tmp_path, ec2_stub, name):
+    ec2_stub.prepare()  # no response: a request would fail the test with another message
+    with pytest.raises(AnsibleParserError, match=r"option cluster_name: the cluster name .* is not valid"):
+        run_plugin(tmp_path, BASIC.replace("cluster_name: demo", f"cluster_name: {name}"))
+
+
+def test_a_bad_node_index_tag_is_a_warning_naming_the_instance(tmp_path, ec2_stub, capsys):
+    stubber = ec2_stub.prepare()
+    stubber.add_response(
+        "describe_instances",
+        page(instance("i-m", "master"), instance("i-w", "worker", index="\u00b2")),
+        expected_params(),
+    )
+    with stubber:
+        inventory = run_plugin(tmp_path, BASIC)
+    assert hosts(inventory, "workers") == ["node1"]
+    said = " ".join(capsys.readouterr().err.split())
+    assert "instance i-w: tag amx.cluster/node-index ignored" in said
+    assert "named node1 by launch order" in said
+
+
 @pytest.mark.parametrize(
     ("name", "accepted"),
     [

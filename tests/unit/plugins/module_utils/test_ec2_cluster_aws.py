@@ -124,14 +124,17 @@ class FakeClient:
 
 
 def test_describe_cluster_instances_collects_both_page_forms_and_unhooks():
+    def tagged(instance_id, cluster="demo"):
+        return {"InstanceId": instance_id, "Tags": [{"Key": "amx.cluster/cluster", "Value": cluster}]}
+
     client = FakeClient(
         [
-            {FAST_PAGE_KEY: [{"InstanceId": "i-1"}], "Reservations": []},
-            {"Reservations": [{"Instances": [{"InstanceId": "i-2"}]}]},
+            {FAST_PAGE_KEY: [tagged("i-1"), tagged("i-x", "demo2")], "Reservations": []},
+            {"Reservations": [{"Instances": [tagged("i-2"), {"InstanceId": "i-untagged"}]}]},
         ]
     )
     found = describe_cluster_instances(client, "demo", ["running"], page_size=50)
-    assert [i["InstanceId"] for i in found] == ["i-1", "i-2"]
+    assert [i["InstanceId"] for i in found] == ["i-1", "i-2"]  # exact tag matches only
     assert client.paginator.kwargs["PaginationConfig"] == {"PageSize": 50}
     assert client.paginator.kwargs["Filters"][0] == {"Name": "tag:amx.cluster/cluster", "Values": ["demo"]}
     assert client.meta.events.registered == []

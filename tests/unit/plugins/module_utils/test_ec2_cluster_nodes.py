@@ -3,26 +3,31 @@
 from __future__ import annotations
 
 import datetime
+import pathlib
 
 import pytest
 
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes import (
+    CLUSTER_NAME_PATTERN,
     TAG_CLUSTER,
     TAG_NAME,
     TAG_NODE_INDEX,
     TAG_ROLE,
     ClusterLayoutError,
+    check_cluster_name,
     cluster_filters,
     launch_order,
     missing_tags,
     node_address,
     node_hostvars,
+    of_cluster,
     order_nodes,
     parse_node_index,
     simplify_instance,
     tags_to_dict,
 )
 
+REPO = pathlib.Path(__file__).resolve().parents[4]
 T0 = "2026-01-01T10:00:00.000000Z"
 T1 = "2026-01-01T10:05:00.000000Z"
 T2 = "2026-01-01T11:00:00.000000Z"
@@ -147,6 +152,9 @@ def test_order_nodes_does_not_modify_its_input():
         (-1, None),
         (True, None),
         ("1.5", None),
+        ("\u00b2", None),  # a superscript two: str.isdigit() says yes, int() refuses it
+        ("\u0663", None),  # an Arabic-Indic three
+        ("\uff11", None),  # a full-width one
     ],
 )
 def test_parse_node_index(value, expected):
@@ -162,7 +170,7 @@ def test_cluster_filters():
 
 @pytest.mark.parametrize(
     ("name", "states", "message"),
-    [("", ["running"], "cluster name is empty"), ("demo", ["runing"], "runing"), ("demo", [], r"\(none\)")],
+    [("", ["running"], "cluster name '' is not valid"), ("demo", ["runing"], "runing"), ("demo", [], r"\(none\)")],
 )
 def test_cluster_filters_rejects(name, states, message):
     with pytest.raises(ClusterLayoutError, match=message):
@@ -258,3 +266,40 @@ def test_missing_tags_only_where_they_differ():
 def test_tags_to_dict():
     assert tags_to_dict([{"Key": "a", "Value": "1"}, {"Key": "b"}]) == {"a": "1", "b": ""}
     assert tags_to_dict(None) == {}
+
+
+def test_order_nodes_says_why_a_set_index_tag_was_ignored():
+    nodes = order_nodes(
+        [inst("i-a", index="1"), inst("i-dup", index="1", launch_time=T1), inst("i-sup", index="\u00b2"), inst("i-0")]
+    )[0]
+    why = {node["instance_id"]: node.get("index_tag_ignored") for node in nodes}
+    assert why == {
+        "i-a": None,
+        "i-dup": "node1 is i-a, launched earlier",
+        "i-sup": "'\u00b2' is not a whole number from 1 up",
+        "i-0": None,  # no tag at all: nothing to say
+    }
+
+
+@pytest.mark.parametrize("name", ["demo", "a", "Demo-2", "0", "x" * 40])
+def test_cluster_names_the_role_accepts(name):
+    assert check_cluster_name(name) == name
+
+
+@pytest.mark.parametrize("name", ["", "demo*", "de?o", "*", "-demo", "demo_1", "demo prod", "x" * 41, "démo", None, 7])
+def test_cluster_names_the_role_refuses_never_reach_the_tag_filter(name):
+    with pytest.raises(ClusterLayoutError, match="1-40 letters, digits or hyphens"):
+        cluster_filters(name, ["running"])
+
+
+def test_the_role_and_the_plugins_accept_the_same_cluster_names():
+    preflight = (REPO / "roles" / "ec2_cluster" / "tasks" / "preflight.yml").read_text()
+    assert f"ec2_cluster_name is match('^{CLUSTER_NAME_PATTERN}$')" in preflight
+
+
+def test_of_cluster_keeps_exact_matches_only():
+    def raw(instance_id, cluster):
+        return {"InstanceId": instance_id, "Tags": [{"Key": "amx.cluster/cluster", "Value": cluster}]}
+
+    found = of_cluster([raw("i-1", "demo"), raw("i-2", "demo2"), raw("i-3", "Demo"), {"InstanceId": "i-4"}], "demo")
+    assert [item["InstanceId"] for item in found] == ["i-1"]
