@@ -7,7 +7,8 @@ The run is owned by an agent on the master (module_utils/train_agent.py, written
 folder): a supervisor in a session of its own runs the script, enforces the time limit, notes which
 process is which rank on every node, and once the launcher is gone ends whatever is left of the run on
 every node. This plugin only starts it and watches it over the Ansible connection, every
-``poll_interval`` seconds, printing a progress line as the run goes. A dropped connection does not stop
+``poll_interval`` seconds, printing a progress line to stderr as the run goes (stdout belongs to the stdout
+callback: with the json callback it must stay one JSON document). A dropped connection does not stop
 the run: the same task with the same run folder attaches to it again.
 """
 
@@ -110,7 +111,7 @@ class ActionModule(ActionBase):
             )
 
     def _say(self, text: str) -> None:
-        display.display(f"{self._label} [{self._host}] {text}")
+        display.display(f"{self._label} [{self._host}] {text}", stderr=True)
 
     # ------------------------------------------------------------------------- the task
 

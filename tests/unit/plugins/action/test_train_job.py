@@ -59,10 +59,13 @@ done
 """
 
 
-def play(run_dir, *extra, check=False):
+def play(run_dir, *extra, check=False, callback=None):
+    """Run the play; returns (stderr, where the progress lines go; the task's result; stdout)."""
     playbook = run_dir.parent / "play.yml"
     playbook.write_text(PLAY)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
+    if callback:
+        env["ANSIBLE_STDOUT_CALLBACK"] = callback
     argv = [str(PLAYBOOK), "-i", "localhost,", str(playbook), "-e", f"ansible_python_interpreter={sys.executable}"]
     argv += ["-e", f"run_dir={run_dir}", "-e", f"run_id={run_dir.name}"]
     for item in extra:
@@ -72,7 +75,7 @@ def play(run_dir, *extra, check=False):
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
     task = json.loads((run_dir / "task.json").read_text()) if (run_dir / "task.json").exists() else None
-    return done.stdout, task
+    return done.stderr, task, done.stdout
 
 
 @pytest.fixture
@@ -90,7 +93,7 @@ def write_job(run_dir, body=JOB, die=None):
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
 def test_a_job_runs_shows_progress_and_is_reported_once(run_dir):
     write_job(run_dir)
-    out, task = play(run_dir)
+    out, task, stdout = play(run_dir)
     assert "job [localhost] started " in out
     assert "job [localhost] step 4/4 (100%) | epoch 0.40 | loss 1.4000 | 8.0 samples/s | ETA 0:00:00" in out
     assert "job [localhost] finished in 0:00:0" in out
@@ -105,11 +108,12 @@ def test_a_job_runs_shows_progress_and_is_reported_once(run_dir):
     assert (run_dir / "logs" / "job" / "rank-0.log").read_text().splitlines()[-1] == "step 4"
 
     # The same task again: the job ended, it is reported and not started (0 changed).
-    out, again = play(run_dir)
+    assert "TASK [Run the job]" in stdout and "job [localhost]" not in stdout
+    out, again, _stdout = play(run_dir)
     assert again["state"] == "finished_before"
     assert again["changed"] is False
     assert again["rc"] == 0
-    assert "started" not in out.split("TASK [Run the job]")[1].split("TASK [Keep")[0]
+    assert "started" not in out
 
 
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
@@ -134,7 +138,7 @@ def test_a_failed_job_names_the_rank_and_its_host(run_dir):
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
 def test_the_time_limit_stops_a_hanging_job(run_dir):
     write_job(run_dir, body='echo "[0] waiting for a peer"\nsleep 120\n')
-    out, task = play(run_dir, "limit=2")
+    out, task, _stdout = play(run_dir, "limit=2")
     assert task["job_failed"] is True
     assert task["timed_out"] is True
     assert task["msg"].startswith("job on localhost did not finish within 0:00:02: stopped it")
@@ -148,3 +152,14 @@ def test_check_mode_starts_nothing(run_dir):
     assert task is None  # the copy task did not write either
     assert not (run_dir / "state").exists()
     assert not (run_dir / "progress.jsonl").exists()
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_progress_keeps_the_json_callback_output_one_document(run_dir):
+    """Pipelines read stdout as the callback's document: the progress lines go to stderr, for people."""
+    write_job(run_dir)
+    out, task, stdout = play(run_dir, callback="json")
+    document = json.loads(stdout)  # the whole of stdout, from its first character
+    assert document["stats"]["localhost"]["failures"] == 0
+    assert task["rc"] == 0
+    assert "job [localhost] finished in 0:00:0" in out
