@@ -19,11 +19,11 @@ demo: setup
 
 setup: $(VENV)/.installed .collections/ansible_collections/amx/cluster
 
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt requirements-dev.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "make setup: Python 3.11 or newer is needed for the controller (found $$($(PYTHON) --version))" >&2; exit 1; }
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt 2>&1 \
+	$(VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt 2>&1 \
 	  | grep -v "is ignored: it is neither a file nor a directory" || true
 	@$(VENV)/bin/python -m pip check >/dev/null
 	@touch $@

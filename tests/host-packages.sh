@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Debian packages the test suite needs on this machine (the Docker engine is handled by
-# tests/cluster/docker-engine.sh). Installs only what is missing.
+# Debian packages the test suite needs on this machine, as bindep.txt lists them (every platform:dpkg line; the
+# Docker engine is handled by tests/cluster/docker-engine.sh). Installs only what is missing.
 set -euo pipefail
-wanted=(debootstrap git openssh-client mpich shellcheck)
+cd "$(dirname "$0")/.."
+mapfile -t wanted < <(awk '!/^[[:space:]]*(#|$)/ && /platform:dpkg/ {print $1}' bindep.txt)
+[ "${#wanted[@]}" -gt 0 ] || { echo "host-packages: bindep.txt lists no platform:dpkg package" >&2; exit 1; }
 missing=()
 for pkg in "${wanted[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
