@@ -571,6 +571,40 @@ PUBLISHED = {
         "flags": NO_FLAGS,
         "socket_cores": [{"socket": 0, "numa_nodes": [0], "cores": list(range(16))}],
     },
+    # Xeon Max (Sapphire Rapids with HBM), 2 x 56 cores, sub-NUMA clustering in 4: 8 NUMA nodes with CPUs, 4 per
+    # socket, and 8 HBM nodes without; AMX flags, in a Flags field wrapped inside words ("seria" / "lize").
+    "xeon_max_9480": {
+        "vendor": "GenuineIntel",
+        "model_name": "Intel (R) Xeon (R) CPU Max 9480",
+        "sockets": 2,
+        "cores_per_socket": 56,
+        "threads_per_core": 2,
+        "physical_cores": 112,
+        "logical_cpus": 224,
+        "numa_nodes": [
+            {"node": n, "cpus": list(range(14 * n, 14 * n + 14)) + list(range(112 + 14 * n, 126 + 14 * n))}
+            for n in range(8)
+        ]
+        + [{"node": n, "cpus": []} for n in range(8, 16)],
+        "flags": SPR_FLAGS,
+        "socket_cores": [{"socket": 0, "numa_nodes": list(range(8)), "cores": list(range(224))}],
+    },
+    # A 2-socket Sapphire Rapids server, Xeon Platinum 8468 (2 x 48 x 2 = 192 CPUs), one NUMA node per socket.
+    "spr_8468": {
+        "vendor": "GenuineIntel",
+        "model_name": "Intel(R) Xeon(R) Platinum 8468",
+        "sockets": 2,
+        "cores_per_socket": 48,
+        "threads_per_core": 2,
+        "physical_cores": 96,
+        "logical_cpus": 192,
+        "numa_nodes": [
+            {"node": 0, "cpus": list(range(0, 48)) + list(range(96, 144))},
+            {"node": 1, "cpus": list(range(48, 96)) + list(range(144, 192))},
+        ],
+        "flags": SPR_FLAGS,
+        "socket_cores": [{"socket": 0, "numa_nodes": [0, 1], "cores": list(range(192))}],
+    },
     # A container's view of a 2-socket EPYC 9754 host: 2 packages of 4 cores, one thread each (no SMT).
     "epyc9754_lxc": {
         "vendor": "AuthenticAMD",
@@ -612,15 +646,10 @@ def test_published_machine_facts(name):
         assert facts[key] == value, key
     assert facts["allowed_cpus"] == list(range(expected["logical_cpus"]))
     assert facts["usable_physical_cores"] == sum(len(socket["cores"]) for socket in expected["socket_cores"])
-    for flag in AMX_FLAGS:
-        assert facts["flags"][flag] is False, flag
     uses_fallback = len(expected["socket_cores"]) == 1 and expected["socket_cores"][0]["cores"] == facts["allowed_cpus"]
     assert any(ONE_SOCKET_FALLBACK_WARNING in warning for warning in warnings) is (
         uses_fallback and not (FIXTURES / name / "cpuinfo.txt").exists()
     )
-
-
-AMX_FLAGS = ("amx_tile", "amx_bf16", "amx_int8", "amx_fp16")
 
 
 def arm_cpuinfo_blocks(count):
@@ -674,6 +703,14 @@ def test_wrapped_lscpu_flags_are_joined_back():
     flags = parse_lscpu_text(fixture_text("spr_gcp_c3", "lscpu.txt"))["Flags"].split()
     assert {"sha_ni", "lahf_lm", "avx2", "avx512_bf16", "md_clear", "arch_capabilities", "syscall"} <= set(flags)
     assert not {"sha_n", "i", "l", "ahf_lm", "v", "aes vpclmulqdq"} & set(flags)
+
+
+def test_amx_flags_in_a_wrapped_flags_field():
+    """The Xeon Max's Flags were cut inside "serialize" and "avx512dq"; the AMX flags after the cut count."""
+    facts, _warnings = published_facts("xeon_max_9480")
+    assert facts["flags"] == SPR_FLAGS
+    flags = set(parse_lscpu_text(fixture_text("xeon_max_9480", "lscpu.txt"))["Flags"].split())
+    assert {"serialize", "avx512dq", "intel_ppin", "cqm_mbm_local", "waitpkg"} <= flags
 
 
 def test_empty_numa_lines_of_plain_lscpu_are_kept():
