@@ -129,11 +129,26 @@ def _field_name(field: str) -> str:
     return field.strip().rstrip(":").strip()
 
 
+def _record(fields: Dict[str, str], name: str, value: str) -> str:
+    """Keep the first value of a field under its name, and the Nth repetition as "name #N".
+
+    A CPU with several core types (hybrid Intel, Arm big.LITTLE) gets one section per type from util-linux
+    2.38 and later, each starting with its own "Model name" and carrying its own "Core(s) per socket".
+    """
+    key = name
+    number = 2
+    while key in fields:
+        key = f"{name} #{number}"
+        number += 1
+    fields[key] = value
+    return key
+
+
 def parse_lscpu_json(text: str) -> Dict[str, str]:
     """Parse `lscpu -J` (flat, or the tree that lscpu prints on a terminal) into {field: value}.
 
     Field names lose their trailing colon ("Socket(s)"); sections without a value ("Caches (sum of all)") are
-    left out; children are flattened.
+    left out; children are flattened; a repeated field (one per core type) is kept as "field #2", "#3"...
     """
     try:
         document = json.loads(text)
@@ -149,7 +164,7 @@ def parse_lscpu_json(text: str) -> Dict[str, str]:
                 raise CpuInfoError(f"lscpu -J entry without 'field': {entry!r}")
             data = entry.get("data")
             if data is not None:
-                fields.setdefault(_field_name(str(entry["field"])), str(data).strip())
+                _record(fields, _field_name(str(entry["field"])), str(data).strip())
             walk(entry.get("children") or [])
 
     walk(document["lscpu"])
@@ -157,15 +172,29 @@ def parse_lscpu_json(text: str) -> Dict[str, str]:
 
 
 def parse_lscpu_text(text: str) -> Dict[str, str]:
-    """Parse plain `lscpu` output ("Field:   value", indented or not) into {field: value}."""
+    """Parse plain `lscpu` output ("Field:   value", indented or not) into {field: value}.
+
+    A repeated field (one section per core type) is kept as "field #2", "#3"..., as `parse_lscpu_json` does.
+    A value that lscpu wrapped (a long "Flags" line cut at a fixed width, even inside a word) is joined back
+    from its continuation lines, which start at the value's column. An empty NUMA node line (a node without
+    CPUs) is kept with an empty value, as the JSON has it.
+    """
     fields: Dict[str, str] = {}
+    last_key: Optional[str] = None
+    last_raw, last_column = "", 0
     for line in text.splitlines():
-        match = re.match(r"^\s*([^:]+):\s*(.*?)\s*$", line)
+        match = re.match(r"^\s*([^:]+):[ \t]*(.*)$", line)
+        if not match and last_key is not None and len(line) > last_column and not line[:last_column].strip():
+            last_raw += line[last_column:]
+            fields[last_key] = last_raw.strip()
+            continue
+        last_key = None
         if not match:
             continue
-        name, value = match.group(1).strip(), match.group(2)
-        if value:
-            fields.setdefault(name, value)
+        name, value = match.group(1).strip(), match.group(2).strip()
+        if value or re.fullmatch(r"NUMA node\d+ CPU\(s\)", name):
+            last_key = _record(fields, name, value)
+            last_raw, last_column = match.group(2), match.start(2)
     if "Architecture" not in fields and "CPU(s)" not in fields:
         raise CpuInfoError("lscpu printed no 'Field: value' lines with 'Architecture' or 'CPU(s)'")
     return fields
@@ -193,7 +222,7 @@ def _cpuinfo_topology(cpus: List[Dict[str, str]]) -> Dict[str, Optional[int]]:
     logical = len(cpus)
     packages = {cpu["physical id"] for cpu in cpus if "physical id" in cpu}
     cores = {(cpu.get("physical id"), cpu["core id"]) for cpu in cpus if "core id" in cpu}
-    first = cpus[0]
+    first = cpus[0] if cpus else {}
     cores_per_socket = _to_int(first.get("cpu cores"))
     siblings = _to_int(first.get("siblings"))
     if packages and cores:
@@ -216,58 +245,249 @@ def _cpuinfo_topology(cpus: List[Dict[str, str]]) -> Dict[str, Optional[int]]:
     }
 
 
+def lscpu_core_sections(lscpu: Mapping[str, str]) -> List[Dict[str, Optional[int]]]:
+    """One entry per lscpu section (one per core type): its cores per unit, units and threads per core.
+
+    A unit is a socket, or on arm64 (where lscpu prints "Socket(s): -") a cluster: a cluster is a group of
+    cores, not a socket, so it counts cores but never sockets.
+    """
+    count = 1
+    for name in lscpu:
+        match = re.fullmatch(r"(?:Core\(s\) per (?:socket|cluster)|Model name) #(\d+)", name)
+        if match:
+            count = max(count, int(match.group(1)))
+    sections = []
+    for number in range(1, count + 1):
+        suffix = "" if number == 1 else f" #{number}"
+        sections.append(
+            {
+                "cores": _to_int(lscpu.get("Core(s) per socket" + suffix))
+                or _to_int(lscpu.get("Core(s) per cluster" + suffix)),
+                "sockets": _to_int(lscpu.get("Socket(s)" + suffix)),
+                "clusters": _to_int(lscpu.get("Cluster(s)" + suffix)),
+                "threads": _to_int(lscpu.get("Thread(s) per core" + suffix)),
+            }
+        )
+    return sections
+
+
+def parse_lscpu_parseable(text: str) -> List[Dict[str, Optional[int]]]:
+    """Parse `lscpu -p=CPU,CORE,SOCKET,NODE` into rows {cpu, core, socket, node} (None for an empty field).
+
+    Comment lines start with '#'; the last one names the columns ("# CPU,Core,Socket,Node"). NODE is empty on
+    machines without NUMA, SOCKET on arm64 machines that do not know their sockets.
+    """
+    columns = ["cpu", "core", "socket", "node"]
+    rows: List[Dict[str, Optional[int]]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("#"):
+            names = [name.strip().lower() for name in line.lstrip("#").split(",")]
+            if len(names) > 1 and all(re.fullmatch(r"[a-z]+", name) for name in names):
+                columns = names
+            continue
+        values = [value.strip() for value in line.split(",")]
+        if len(values) != len(columns):
+            raise CpuInfoError(f"lscpu -p line {number} has {len(values)} fields, expected {len(columns)}")
+        row: Dict[str, Optional[int]] = {}
+        for name, value in zip(columns, values):
+            if value in ("", "-"):
+                row[name] = None
+            elif value.isdigit():
+                row[name] = int(value)
+            else:
+                raise CpuInfoError(f"lscpu -p line {number}: {name.upper()} is not a number")
+        if row.get("cpu") is None:
+            raise CpuInfoError(f"lscpu -p line {number} has no CPU number")
+        rows.append(row)
+    if not rows:
+        raise CpuInfoError("lscpu -p printed no CPU lines")
+    return rows
+
+
 def numa_nodes_from(
     lscpu: Optional[Mapping[str, str]],
     sysfs_cpulists: Optional[Mapping[int, str]],
     online_cpus: List[int],
+    warnings: Optional[List[str]] = None,
 ) -> List[Dict[str, Any]]:
-    """NUMA nodes with their CPUs, from lscpu, else sysfs cpulist texts, else one node holding every CPU."""
+    """NUMA nodes with their CPUs, from lscpu, else sysfs cpulist texts, else one node holding every CPU.
+
+    A source with a list that does not parse is dropped whole for the next one, and `warnings` says so.
+    """
+    warnings = warnings if warnings is not None else []
     nodes: Dict[int, List[int]] = {}
-    for name, value in (lscpu or {}).items():
-        match = re.fullmatch(r"NUMA node(\d+) CPU\(s\)", name)
-        if match:
-            nodes[int(match.group(1))] = parse_cpulist(value)
+    try:
+        for name, value in (lscpu or {}).items():
+            match = re.fullmatch(r"NUMA node(\d+) CPU\(s\)", name)
+            if match:
+                nodes[int(match.group(1))] = parse_cpulist(value)
+    except CpuInfoError as exc:
+        warnings.append(f"lscpu's NUMA lists were not used: {exc}")
+        nodes = {}
     if not nodes and sysfs_cpulists:
-        nodes = {int(node): parse_cpulist(text.strip()) for node, text in sysfs_cpulists.items()}
+        try:
+            nodes = {int(node): parse_cpulist(text.strip()) for node, text in sysfs_cpulists.items()}
+        except CpuInfoError as exc:
+            warnings.append(f"the sysfs NUMA lists were not used: {exc}; one node holds every CPU")
+            nodes = {}
     if not nodes:
         nodes = {0: list(online_cpus)}
     return [{"node": node, "cpus": nodes[node]} for node in sorted(nodes)]
+
+
+def _cpu_map_from_cpuinfo(cpus: List[Dict[str, str]]) -> Optional[Dict[int, Tuple[int, int]]]:
+    """{cpu: (socket, core)} from 'processor', 'physical id' and 'core id'; None when one is missing."""
+    if not cpus:
+        return None
+    mapping: Dict[int, Tuple[int, int]] = {}
+    for cpu in cpus:
+        number, socket, core = (_to_int(cpu.get(key)) for key in ("processor", "physical id", "core id"))
+        if number is None or socket is None or core is None:
+            return None
+        mapping[number] = (socket, core)
+    return mapping
+
+
+def socket_cores_from(
+    parseable: Optional[List[Dict[str, Optional[int]]]],
+    cpus: List[Dict[str, str]],
+    allowed: List[int],
+    numa_nodes: List[Dict[str, Any]],
+    warnings: List[str],
+) -> List[Dict[str, Any]]:
+    """Per socket: its NUMA nodes and the first allowed logical CPU of each physical core it has.
+
+    Source: `lscpu -p` rows, else /proc/cpuinfo's physical id / core id, else one socket holding every
+    allowed CPU (each counted as a core, `warnings` says so).
+    """
+    node_of = {cpu: node["node"] for node in numa_nodes for cpu in node["cpus"]}
+    mapping: Optional[Dict[int, Tuple[int, int]]] = None
+    if parseable:
+        if all(row.get("socket") is not None and row.get("core") is not None for row in parseable):
+            mapping = {}
+            for row in parseable:
+                cpu = int(row["cpu"])  # type: ignore[arg-type]
+                mapping[cpu] = (int(row["socket"]), int(row["core"]))  # type: ignore[arg-type]
+                if row.get("node") is not None:
+                    node_of[cpu] = int(row["node"])  # type: ignore[arg-type]
+        else:
+            warnings.append("lscpu -p gave no socket or core for some CPUs: socket_cores come from /proc/cpuinfo")
+    if mapping is None:
+        mapping = _cpu_map_from_cpuinfo(cpus)
+    if mapping is None:
+        warnings.append(
+            "no per-CPU socket and core numbers (lscpu -p, /proc/cpuinfo physical id / core id): socket_cores "
+            "holds one socket with every allowed CPU, each counted as a core"
+        )
+        return [
+            {
+                "socket": 0,
+                "numa_nodes": sorted({node["node"] for node in numa_nodes if node["cpus"]}),
+                "cores": sorted(allowed),
+            }
+        ]
+    allowed_set = set(allowed)
+    sockets: Dict[int, Dict[str, Any]] = {}
+    first_allowed: Dict[Tuple[int, int], int] = {}
+    for cpu in sorted(mapping):
+        socket, core = mapping[cpu]
+        entry = sockets.setdefault(socket, {"socket": socket, "numa_nodes": set(), "cores": []})
+        if cpu in node_of:
+            entry["numa_nodes"].add(node_of[cpu])
+        if cpu in allowed_set and (socket, core) not in first_allowed:
+            first_allowed[(socket, core)] = cpu
+    for (socket, _core), cpu in first_allowed.items():
+        sockets[socket]["cores"].append(cpu)
+    return [
+        {
+            "socket": socket,
+            "numa_nodes": sorted(sockets[socket]["numa_nodes"]),
+            "cores": sorted(sockets[socket]["cores"]),
+        }
+        for socket in sorted(sockets)
+    ]
 
 
 def topology(
     cpus: List[Dict[str, str]],
     lscpu: Optional[Mapping[str, str]] = None,
     sysfs_numa: Optional[Mapping[int, str]] = None,
+    lscpu_parseable: Optional[str] = None,
+    allowed_cpus: Optional[Any] = None,
+    warnings: Optional[List[str]] = None,
 ) -> Dict[str, Any]:
     """Sockets, cores and threads: lscpu's figures where it gives them, /proc/cpuinfo's otherwise.
 
-    `logical_cpus` counts the online CPUs (what a training layout can use).
+    `logical_cpus` counts the online CPUs (what a training layout can use). The host figures stay the host's;
+    `allowed_cpus` (a list of ints, or a kernel CPU list text such as /proc/self/status's Cpus_allowed_list;
+    default: every online CPU) narrows `socket_cores` and `usable_physical_cores` to what this process may
+    use. A text that does not parse falls back to the next source, with a line in `warnings`.
     """
+    warnings = warnings if warnings is not None else []
     lscpu = lscpu or {}
     fallback = _cpuinfo_topology(cpus)
     online = [int(cpu["processor"]) for cpu in cpus]
     if lscpu.get("On-line CPU(s) list"):
-        online = parse_cpulist(lscpu["On-line CPU(s) list"])
+        try:
+            online = parse_cpulist(lscpu["On-line CPU(s) list"])
+        except CpuInfoError as exc:
+            warnings.append(f"lscpu's on-line CPU list was not used: {exc}; the CPUs of /proc/cpuinfo are")
     logical = len(online)
 
-    threads = _to_int(lscpu.get("Thread(s) per core")) or fallback["threads_per_core"] or 1
-    sockets = _to_int(lscpu.get("Socket(s)")) or _to_int(lscpu.get("Cluster(s)")) or fallback["sockets"] or 1
-    cores_per_socket = (
-        _to_int(lscpu.get("Core(s) per socket"))
-        or _to_int(lscpu.get("Core(s) per cluster"))
-        or fallback["cores_per_socket"]
-        or max(1, logical // (threads * sockets))
-    )
-    physical = sockets * cores_per_socket
-    if not lscpu and fallback["physical"]:
-        physical = fallback["physical"]
+    parseable: Optional[List[Dict[str, Optional[int]]]] = None
+    if lscpu_parseable is not None:
+        try:
+            parseable = parse_lscpu_parseable(lscpu_parseable)
+        except CpuInfoError as exc:
+            warnings.append(f"lscpu -p was not used: {exc}; socket_cores come from /proc/cpuinfo")
+
+    sections = lscpu_core_sections(lscpu) if lscpu else []
+    section_threads = [section["threads"] for section in sections if section["threads"]]
+    threads = max(section_threads) if section_threads else (fallback["threads_per_core"] or 1)
+    section_sockets = [section["sockets"] for section in sections if section["sockets"]]
+    per_cpu_sockets = {row["socket"] for row in parseable or [] if row.get("socket") is not None}
+    sockets = max(section_sockets) if section_sockets else (len(per_cpu_sockets) or fallback["sockets"] or 1)
+    # Every section's cores: a socket's count, or a cluster's count times the clusters.
+    counted = [
+        section["cores"] * (section["sockets"] or section["clusters"] or 1) for section in sections if section["cores"]
+    ]
+    if len(counted) == 1 and sections[0]["cores"] and sections[0]["sockets"]:
+        cores_per_socket = sections[0]["cores"]
+        physical = sockets * cores_per_socket
+    elif counted:
+        physical = sum(counted)
+        cores_per_socket = max(1, physical // sockets)
+    else:
+        cores_per_socket = fallback["cores_per_socket"] or max(1, logical // (threads * sockets))
+        physical = sockets * cores_per_socket
+        if fallback["physical"]:
+            physical = fallback["physical"]
+
+    if allowed_cpus is None:
+        allowed = list(online)
+    elif isinstance(allowed_cpus, str):
+        try:
+            allowed = parse_cpulist(allowed_cpus)
+        except CpuInfoError as exc:
+            warnings.append(f"the allowed CPU list was not used: {exc}; every online CPU counts as allowed")
+            allowed = list(online)
+    else:
+        allowed = sorted({int(cpu) for cpu in allowed_cpus})
+    numa = numa_nodes_from(lscpu, sysfs_numa, online, warnings)
+    socket_cores = socket_cores_from(parseable, cpus, allowed, numa, warnings)
     return {
         "sockets": sockets,
         "cores_per_socket": cores_per_socket,
         "threads_per_core": threads,
         "physical_cores": physical,
         "logical_cpus": logical,
-        "numa_nodes": numa_nodes_from(lscpu, sysfs_numa, online),
+        "numa_nodes": numa,
+        "allowed_cpus": allowed,
+        "usable_physical_cores": sum(len(socket["cores"]) for socket in socket_cores),
+        "socket_cores": socket_cores,
     }
 
 
@@ -444,8 +664,15 @@ def gather_cpu_facts(
     probe: ProbeResult,
     sysfs_numa: Optional[Mapping[int, str]] = None,
     sources: Optional[List[str]] = None,
+    lscpu_parseable: Optional[str] = None,
+    allowed_cpus: Optional[Any] = None,
 ) -> Dict[str, Any]:
-    """The `amx_cpu` facts of one node from its texts, its uname and a probe result."""
+    """The `amx_cpu` facts of one node from its texts, its uname and a probe result.
+
+    `lscpu_parseable` is the text of `lscpu -p=CPU,CORE,SOCKET,NODE`; `allowed_cpus` what the process may use
+    (see `topology`). `warnings` lists every text that was set aside for a fallback.
+    """
+    warnings: List[str] = []
     cpus = parse_cpuinfo(cpuinfo_text)
     flag_set = cpu_flag_set(cpus, lscpu_fields)
     flags = flags_of_interest(flag_set)
@@ -455,7 +682,7 @@ def gather_cpu_facts(
     facts.update(identity(cpus, lscpu_fields))
     facts["architecture"] = architecture
     facts["flags"] = flags
-    facts.update(topology(cpus, lscpu_fields, sysfs_numa))
+    facts.update(topology(cpus, lscpu_fields, sysfs_numa, lscpu_parseable, allowed_cpus, warnings))
     facts.update(virtualization(flag_set, lscpu_fields))
     facts["kernel_release"] = kernel_release
     facts["kernel_version"] = list(parse_kernel_release(kernel_release))
@@ -463,4 +690,5 @@ def gather_cpu_facts(
     facts["amx_reason"] = reason
     facts["amx_probe"] = probe.as_dict()
     facts["sources"] = list(sources or [])
+    facts["warnings"] = warnings
     return facts

@@ -43,7 +43,13 @@ attributes:
     support: full
     description: Returns C(ansible_facts.amx_cpu).
 notes:
-  - Runs C(lscpu) with C(LC_ALL=C) so that field names are not translated.
+  - Runs C(lscpu) with C(LC_ALL=C) so that field names are not translated, and C(lscpu -p=CPU,CORE,SOCKET,NODE)
+    for the socket and core of every online CPU.
+  - The host figures (C(sockets), C(physical_cores), C(logical_cpus), C(numa_nodes)) are the machine's. Inside
+    a CPU-limited container or under C(taskset), C(allowed_cpus), C(usable_physical_cores) and C(socket_cores)
+    say what the process may use (C(os.sched_getaffinity), else C(Cpus_allowed_list) of C(/proc/self/status)).
+  - A text that does not parse (a CPU list, a NUMA line, an C(lscpu -p) line) is set aside for the next source
+    and named in C(warnings); the module fails only when C(/proc/cpuinfo) itself cannot be read or parsed.
   - On arm64 and other non-x86_64 nodes the flags are all false and the probe does not run.
 seealso:
   - name: arch_prctl(2)
@@ -99,15 +105,18 @@ amx_cpu:
       type: int
       sample: 2
     cores_per_socket:
-      description: Physical cores per socket.
+      description: Physical cores per socket (of every core type together on a hybrid CPU).
       type: int
       sample: 16
     threads_per_core:
-      description: Hardware threads per physical core (2 with hyper-threading).
+      description:
+        - Hardware threads per physical core (2 with hyper-threading); on a hybrid CPU, the most any core type has.
       type: int
       sample: 2
     physical_cores:
-      description: Physical cores on the node (sockets times cores per socket).
+      description:
+        - Physical cores on the node (sockets times cores per socket; on a CPU with several core types, the
+          cores of every type).
       type: int
       sample: 32
     logical_cpus:
@@ -119,6 +128,39 @@ amx_cpu:
       type: list
       elements: dict
       sample: [{"node": 0, "cpus": [0, 1, 2, 3]}, {"node": 1, "cpus": [4, 5, 6, 7]}]
+    allowed_cpus:
+      description:
+        - The logical CPUs this process may use, sorted (its affinity, which a cpuset or C(taskset) narrows); every
+          online CPU when the affinity cannot be read.
+      type: list
+      elements: int
+      sample: [0, 1, 2, 3, 4, 5, 6, 7]
+    usable_physical_cores:
+      description: Physical cores with at least one allowed CPU (the sum of the C(socket_cores) lists).
+      type: int
+      sample: 4
+    socket_cores:
+      description:
+        - One entry per socket, sorted by socket id, with the NUMA nodes whose CPUs are on it and, for each
+          physical core on it with at least one allowed CPU, the lowest allowed logical CPU of that core.
+        - "Source: C(lscpu -p=CPU,CORE,SOCKET,NODE), else the physical id / core id of C(/proc/cpuinfo), else one
+          socket 0 with every allowed CPU counted as a core (C(warnings) says so)."
+      type: list
+      elements: dict
+      contains:
+        socket:
+          description: The socket (package) id.
+          type: int
+        numa_nodes:
+          description: The NUMA node ids whose CPUs are on this socket, sorted.
+          type: list
+          elements: int
+        cores:
+          description: The first allowed logical CPU of each usable physical core on this socket, sorted.
+          type: list
+          elements: int
+      sample: [{"socket": 0, "numa_nodes": [0], "cores": [0, 1, 2, 3]}, {"socket": 1, "numa_nodes": [1],
+               "cores": [4, 5, 6, 7]}]
     virtualized:
       description: True when lscpu names a hypervisor or the CPU flags include C(hypervisor).
       type: bool
@@ -176,7 +218,14 @@ amx_cpu:
       description: What the facts were read from.
       type: list
       elements: str
-      sample: ["/proc/cpuinfo", "lscpu -J", "uname"]
+      sample: ["/proc/cpuinfo", "lscpu -J", "lscpu -p", "uname"]
+    warnings:
+      description:
+        - The texts that did not parse and the fallback taken for each (for example a malformed C(lscpu -p) line,
+          then C(/proc/cpuinfo)); empty when every source was used. Each is also an Ansible warning.
+      type: list
+      elements: str
+      sample: []
 """
 
 # Ansible modules import after their documentation (validate-modules checks it), hence the E402 waivers.
@@ -196,6 +245,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
 
 CPUINFO = "/proc/cpuinfo"
 SYSFS_NODES = "/sys/devices/system/node"
+PROC_STATUS = "/proc/self/status"
 C_LOCALE = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 
 
@@ -217,6 +267,33 @@ def read_lscpu(module):
         except CpuInfoError:
             pass
     return None, None
+
+
+def read_lscpu_parseable(module):
+    """The text of `lscpu -p=CPU,CORE,SOCKET,NODE` (one line per online CPU), None when it does not run."""
+    lscpu = module.get_bin_path("lscpu")
+    if not lscpu:
+        return None
+    rc, out, _err = module.run_command([lscpu, "-p=CPU,CORE,SOCKET,NODE"], environ_update=C_LOCALE)
+    return out if rc == 0 else None
+
+
+def read_allowed_cpus():
+    """The CPUs this process may use (cpuset, taskset): sched_getaffinity, else Cpus_allowed_list, else None."""
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    if getaffinity is not None:
+        try:
+            return sorted(getaffinity(0))
+        except OSError:
+            pass
+    try:
+        with open(PROC_STATUS) as handle:
+            for line in handle:
+                if line.startswith("Cpus_allowed_list:"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
 
 
 def read_sysfs_numa():
@@ -247,6 +324,9 @@ def main():
     lscpu_fields, lscpu_source = read_lscpu(module)
     if lscpu_source:
         sources.append(lscpu_source)
+    lscpu_parseable = read_lscpu_parseable(module)
+    if lscpu_parseable is not None:
+        sources.append("lscpu -p")
     sysfs_numa = read_sysfs_numa()
     if sysfs_numa and not any(key.startswith("NUMA node") for key in (lscpu_fields or {})):
         sources.append(SYSFS_NODES)
@@ -264,10 +344,14 @@ def main():
             probe=probe,
             sysfs_numa=sysfs_numa,
             sources=sources,
+            lscpu_parseable=lscpu_parseable,
+            allowed_cpus=read_allowed_cpus(),
         )
     except CpuInfoError as exc:
         module.fail_json(msg=f"cannot read the CPU facts of this host: {exc}")
 
+    for warning in facts["warnings"]:
+        module.warn(f"cpu_facts: {warning}")
     module.exit_json(changed=False, ansible_facts={"amx_cpu": facts}, amx_cpu=facts)
 
 

@@ -27,6 +27,9 @@ TOPOLOGY_KEYS = (
     "numa_nodes",
     "flags",
     "amx_usable",
+    "allowed_cpus",
+    "usable_physical_cores",
+    "socket_cores",
 )
 PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 
@@ -39,8 +42,11 @@ def ansible_binary() -> str:
     return found
 
 
-def run_module(*args: str, path: str | None = None, check: bool = False) -> dict:
-    """`ansible localhost -m amx.cluster.cpu_facts` with the JSON callback; returns the host's result."""
+def run_module(*args: str, path: str | None = None, check: bool = False, prefix: tuple = ()) -> dict:
+    """`ansible localhost -m amx.cluster.cpu_facts` with the JSON callback; returns the host's result.
+
+    `prefix` runs the whole command under another one (`taskset -c 0`): the module's process inherits it.
+    """
     env = dict(os.environ)
     env.update(
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
@@ -50,6 +56,7 @@ def run_module(*args: str, path: str | None = None, check: bool = False) -> dict
     if path is not None:
         env["PATH"] = path
     command = [
+        *prefix,
         ansible_binary(),
         "localhost",
         "-i",
@@ -134,7 +141,48 @@ def test_module_agrees_with_lscpu_on_this_machine(facts_here):
     for flag, present in facts_here["flags"].items():
         assert present is (flag in lscpu["Flags"].split()), flag
     assert facts_here["kernel_release"] == os.uname().release
-    assert facts_here["sources"] == ["/proc/cpuinfo", "lscpu -J", "uname"]
+    assert facts_here["sources"] == ["/proc/cpuinfo", "lscpu -J", "lscpu -p", "uname"]
+    assert facts_here["warnings"] == []
+    assert facts_here["allowed_cpus"] == sorted(os.sched_getaffinity(0))
+
+
+def real_lscpu_parseable() -> list:
+    """This machine's `lscpu -p=CPU,CORE,SOCKET,NODE` rows (cpu, core, socket, node), read here."""
+    out = subprocess.run(
+        ["lscpu", "-p=CPU,CORE,SOCKET,NODE"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=dict(os.environ, LC_ALL="C"),
+    ).stdout
+    return [tuple(line.split(",")) for line in out.splitlines() if line and not line.startswith("#")]
+
+
+@needs_lscpu
+def test_socket_cores_match_lscpu_parseable_on_this_machine(facts_here):
+    sockets = {}
+    for cpu, core, socket, node in real_lscpu_parseable():
+        entry = sockets.setdefault(int(socket), {"nodes": set(), "cores": {}})
+        entry["nodes"].add(int(node or 0))
+        entry["cores"].setdefault(int(core), int(cpu))
+    assert facts_here["socket_cores"] == [
+        {"socket": s, "numa_nodes": sorted(sockets[s]["nodes"]), "cores": sorted(sockets[s]["cores"].values())}
+        for s in sorted(sockets)
+    ]
+    assert facts_here["usable_physical_cores"] == facts_here["physical_cores"]
+
+
+@pytest.mark.skipif(shutil.which("taskset") is None, reason="taskset (util-linux) is not installed")
+def test_module_under_taskset_reports_the_cpus_it_may_use(facts_here):
+    """A CPU-limited process (here `taskset -c 0`; a cpuset acts the same): one CPU, one usable core."""
+    facts = run_module(prefix=(shutil.which("taskset"), "-c", "0"))["amx_cpu"]
+    assert facts["allowed_cpus"] == [0]
+    assert facts["usable_physical_cores"] == 1
+    assert [socket["cores"] for socket in facts["socket_cores"]] == [
+        [0] if 0 in socket["cores"] else [] for socket in facts_here["socket_cores"]
+    ]
+    for key in ("sockets", "cores_per_socket", "threads_per_core", "physical_cores", "logical_cpus", "numa_nodes"):
+        assert facts[key] == facts_here[key], key
 
 
 def test_amx_is_not_usable_on_this_machine(facts_here):
@@ -179,7 +227,7 @@ def test_falls_back_to_plain_lscpu_when_json_is_refused(tmp_path, facts_here):
     stand_in.chmod(0o755)
     result = run_module(path=f"{bindir}:{os.environ['PATH']}")
     facts = result["amx_cpu"]
-    assert facts["sources"] == ["/proc/cpuinfo", "lscpu", "uname"]
+    assert facts["sources"] == ["/proc/cpuinfo", "lscpu", "lscpu -p", "uname"]
     for key in (*TOPOLOGY_KEYS, "hypervisor", "amx_reason"):
         assert facts[key] == facts_here[key], key
 
