@@ -184,10 +184,11 @@ def _socket_slices(
     size = min(len(cores) for cores in usable) // per_domain
     unit = "NUMA node" if aligned else "socket"
     if size < 1:
+        fewest = min(len(c) for c in usable)
         raise LayoutError(
-            f"processes_per_node={ppn} puts {per_domain} ranks on each {unit}, more than the "
-            f"{min(len(c) for c in usable)} cores a {unit} has left after {os_each} for the OS: "
-            "lower processes_per_node or os_reserved_cores"
+            f"processes_per_node={ppn} is more than the {fewest * len(domains)} cores available for training "
+            f"({per_domain} ranks on each {unit}, which keeps {fewest} cores after {os_each} for the OS): lower "
+            f"processes_per_node to at most {fewest * len(domains)} or os_reserved_cores"
         )
     if size * group - workers < 1:
         raise LayoutError(

@@ -267,7 +267,11 @@ def with_sockets(entries, **extra):
             "ranks per node (each socket gets the same number, e.g. 2 or 4) or a divisor of 2",
         ),
         ({"processes_per_node": 5}, "e.g. 4 or 6"),
-        ({"processes_per_node": 32}, "puts 16 ranks on each socket, more than the 13 cores a socket has left"),
+        (
+            {"processes_per_node": 32},
+            "processes_per_node=32 is more than the 26 cores available for training (16 ranks on each socket, which "
+            "keeps 13 cores after 3 for the OS): lower processes_per_node to at most 26",
+        ),
         ({"os_reserved_cores": 31}, "os_reserved_cores=31 is 16 per socket, which leaves no core for training"),
         ({"ccl_workers": 13}, "each rank gets 13 cores"),
         ({"topology": with_sockets("0-15")}, "topology.socket_cores must be a list, one entry per socket, got str"),
