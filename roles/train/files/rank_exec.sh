@@ -11,7 +11,9 @@
 # wrapper pins itself (and so the rank it starts) to the entry of its local rank (MPI_LOCALRANKID, which MPICH's
 # and Intel MPI's Hydra set; else PMI_RANK modulo NUM_PROCESSES_PER_NODE; else 0) with taskset, and sets the
 # OpenMP place list to the entry of AMX_CLUSTER_RANK_OMP_CPUS unless OMP_PLACES, OMP_PROC_BIND,
-# GOMP_CPU_AFFINITY or KMP_AFFINITY is set already. Every rank says once, on stderr, which CPUs it may use:
+# GOMP_CPU_AFFINITY or KMP_AFFINITY is set already: one place of all the rank's OpenMP cores, so that its OpenMP
+# threads stay off its oneCCL cores; not one place per core, which would bind the main thread to one core and
+# with it every thread and process the rank starts later (gloo's, a DataLoader's workers). Every rank says once, on stderr, which CPUs it may use:
 #   amx.cluster: rank 3 local 1 cpus 19-31
 set -u
 
@@ -41,17 +43,17 @@ if [[ -n "${AMX_CLUSTER_RANK_CPUS:-}" ]]; then
   fi
   if [[ -n "${AMX_CLUSTER_RANK_OMP_CPUS:-}" && -z "${OMP_PLACES:-}${OMP_PROC_BIND:-}${GOMP_CPU_AFFINITY:-}${KMP_AFFINITY:-}" ]]; then
     IFS=';' read -r -a omp_cpus <<<"${AMX_CLUSTER_RANK_OMP_CPUS}"
-    places=""
+    place=""
     IFS=',' read -r -a runs <<<"${omp_cpus[local_rank]:-}"
     for run in "${runs[@]}"; do
       first="${run%-*}"
       last="${run#*-}"
       for ((cpu = first; cpu <= last; cpu++)); do
-        places+="${places:+,}{${cpu}}"
+        place+="${place:+,}${cpu}"
       done
     done
-    if [[ -n "${places}" ]]; then
-      export OMP_PLACES="${places}" OMP_PROC_BIND=close
+    if [[ -n "${place}" ]]; then
+      export OMP_PLACES="{${place}}" OMP_PROC_BIND=true
     fi
   fi
 fi

@@ -46,7 +46,7 @@ def test_the_layouts_cpulists_pin_each_local_rank():
         env = clean_env(PMI_RANK=str(rank), **variables)  # NUM_PROCESSES_PER_NODE=2 comes from the layout
         done = wrapped(env, sys.executable, "-c", REPORT)
         assert done.returncode == 0, done.stderr
-        assert done.stdout.split() == ["child", str(rank), f"{{{rank}}}", "close"]
+        assert done.stdout.split() == ["child", str(rank), f"{{{rank}}}", "true"]
         assert LOG.findall(done.stderr) == [(str(rank), str(rank), str(rank))]
         assert done.stderr.count("amx.cluster:") == 1  # logged once
 
@@ -57,6 +57,12 @@ def test_mpi_localrankid_wins_over_pmi_rank():
     assert done.stdout.split()[:2] == ["child", "0"]
     assert LOG.findall(done.stderr) == [("5", "0", "0")]
     assert done.stdout.split()[2] == "-"  # no OpenMP cpulist given: no places
+
+
+def test_the_openmp_place_is_the_ranks_openmp_cores():
+    env = clean_env(MPI_LOCALRANKID="1", AMX_CLUSTER_RANK_CPUS="0;0-1", AMX_CLUSTER_RANK_OMP_CPUS="0;0-1")
+    done = wrapped(env, sys.executable, "-c", REPORT)
+    assert done.stdout.split() == ["child", "0-1", "{0,1}", "true"]
 
 
 def test_users_own_openmp_binding_is_kept():
