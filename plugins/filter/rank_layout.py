@@ -19,6 +19,14 @@ description:
     workers, 6 cores for the OS) gets C(OMP_NUM_THREADS=24).
   - With O(mode=partitioned) each rank gets its own (O(_input) - O(os_reserved_cores)) // O(processes_per_node) cores,
     the last O(ccl_workers) of them for oneCCL.
+  - With O(mode=socket) the ranks are placed per socket from O(topology) (cpu_facts' topology, its C(socket_cores)):
+    O(processes_per_node) must be a multiple of the sockets (each socket's cores, less its share of the OS reserve,
+    are split among its ranks) or divide them (a rank takes whole sockets); each rank's oneCCL cores are the last
+    O(ccl_workers) cores of its slice, its OpenMP threads the rest. With sub-NUMA clustering the ranks align to NUMA
+    nodes when the ranks per socket are a multiple of the NUMA nodes per socket. See the module_utils docstring for
+    the full rule and how it compares with IPEX's launcher.
+  - With O(pin) (default in O(mode=socket)) every rank's cores go to C(env.AMX_CLUSTER_RANK_CPUS), one cpulist per
+    local rank, which the train role's rank wrapper pins the rank to with C(taskset).
   - A layout that cannot run fails with a message naming the numbers and what to change.
 positional: nodes, processes_per_node, ccl_workers, os_reserved_cores
 options:
@@ -43,10 +51,10 @@ options:
     type: int
     default: 0
   mode:
-    description: V(shared) (the recipe) or V(partitioned) (no oversubscription).
+    description: V(shared) (the recipe), V(partitioned) (no oversubscription) or V(socket) (per socket, pinned).
     type: str
     default: shared
-    choices: [shared, partitioned]
+    choices: [shared, partitioned, socket]
   omp_num_threads:
     description: Pin C(OMP_NUM_THREADS) instead of computing it (1 to O(_input)).
     type: int
@@ -59,6 +67,19 @@ options:
   num_processes:
     description: Pin the total number of ranks (the last node then runs fewer).
     type: int
+  topology:
+    description:
+      - The node's topology as cpu_facts reports it; O(mode=socket) reads C(socket_cores) (a list, one
+        C({socket, numa_nodes, cores}) per socket) and C(numa_nodes) (C({node, cpus})).
+      - Without C(socket_cores) the node is one socket of cores 0 to O(_input) - 1.
+    type: dict
+  pin:
+    description: Pin every rank to its cores (C(AMX_CLUSTER_RANK_CPUS)); default true in O(mode=socket), else false.
+    type: bool
+  oversubscribe:
+    description: In O(mode=socket), allow O(omp_num_threads) above the OpenMP cores of a rank.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
@@ -67,6 +88,13 @@ EXAMPLES = r"""
     train_layout: >-
       {{ 32 | amx.cluster.rank_layout(nodes=4, processes_per_node=2, ccl_workers=2, os_reserved_cores=6) }}
   # train_layout.omp_num_threads == 24, train_layout.num_processes == 8
+
+- name: One rank per socket, pinned (r7iz.metal-16xl, 2 x 16 cores)
+  ansible.builtin.set_fact:
+    train_layout: >-
+      {{ amx_check_topology.physical_cores | amx.cluster.rank_layout(nodes=4, processes_per_node=2, ccl_workers=2,
+         os_reserved_cores=6, mode='socket', topology=amx_check_topology) }}
+  # train_layout.omp_num_threads == 11, train_layout.rank_cpus == '3-15;19-31'
 
 - name: One rank per core on a small machine
   ansible.builtin.debug:
@@ -78,10 +106,14 @@ _value:
   description:
     - The layout. Keys C(mode), C(physical_cores), C(nodes), C(processes_per_node), C(num_processes),
       C(omp_num_threads), C(ccl_worker_count), C(ccl_worker_affinity), C(os_reserved_cores), C(os_cores),
-      C(unused_cores), C(threads_per_node), C(oversubscription).
-    - C(ranks), one item per rank with C(rank), C(node), C(local_rank), C(omp_cores), C(ccl_cores) (cpulist strings).
-    - C(env), the variables as strings (C(OMP_NUM_THREADS), C(NUM_PROCESSES), C(NUM_PROCESSES_PER_NODE), and the
-      C(CCL_WORKER_*) pair when O(ccl_workers) > 0).
+      C(unused_cores), C(threads_per_node), C(oversubscription), C(pin), C(rank_cpus) (the cpulists of the local
+      ranks joined by C(;), or null unpinned), C(sockets), C(numa_aligned), C(topology) (in O(mode=socket), the
+      sockets it used, in the input's shape).
+    - C(ranks), one item per rank with C(rank), C(node), C(local_rank), C(omp_cores), C(ccl_cores), C(cpus) (cpulist
+      strings; C(cpus) null unpinned), C(socket) and C(numa_node) (O(mode=socket)).
+    - C(env), the variables as strings (C(OMP_NUM_THREADS), C(NUM_PROCESSES), C(NUM_PROCESSES_PER_NODE), the
+      C(CCL_WORKER_*) pair when O(ccl_workers) > 0, and C(AMX_CLUSTER_RANK_CPUS) and C(AMX_CLUSTER_RANK_OMP_CPUS)
+      when pinned).
   type: dict
 """
 

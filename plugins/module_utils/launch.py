@@ -101,6 +101,10 @@ def launch_env(
     if kmp_hw_subset:
         env["KMP_HW_SUBSET"] = str(kmp_hw_subset)
     env["OMP_NUM_THREADS"] = str(int(layout["omp_num_threads"]))
+    # The per-local-rank cpulists of a pinned layout, for the rank wrapper (rank_exec.sh) to pin each rank.
+    for name in ("AMX_CLUSTER_RANK_CPUS", "AMX_CLUSTER_RANK_OMP_CPUS"):
+        if (layout.get("env") or {}).get(name):
+            env[name] = str(layout["env"][name])
     if ld_preload:
         env["LD_PRELOAD"] = str(ld_preload)
     for name, value in (extra_env or {}).items():
