@@ -76,6 +76,9 @@ options:
     type: str
     default: Scaling of the training job
 attributes:
+  action:
+    support: full
+    description: Runs as the action plugin of the same name, on the controller; nothing runs on the host.
   check_mode:
     support: full
     description: In check mode nothing is written; the task reports which files would change.

@@ -15,9 +15,10 @@ description:
     the task runs on, detached from the Ansible connection. A supervisor in a session of its own runs it, so a dropped
     SSH connection or an interrupted play leaves the run going. The same task again (same O(run_dir) and O(name))
     attaches to a run that is still going, and reports one that has ended unless O(rerun) is set.
-  - While the run goes, the task looks at it every O(poll_interval) seconds and prints a line to the Ansible output for
-    each new record of O(progress_file) (JSON lines with step, total_steps, epoch, loss, samples_per_second,
-    eta_seconds), or, without one, for the progress the Trainer's console output shows.
+  - While the run goes, the task looks at it every O(poll_interval) seconds and prints a line on the controller's
+    standard error for each new record of O(progress_file) (JSON lines with step, total_steps, epoch, loss,
+    samples_per_second, eta_seconds), or, without one, for the progress the Trainer's console output shows. Standard
+    output stays the stdout callback's, so with the C(json) callback it is one JSON document.
   - The supervisor enforces O(timeout) even if the controller goes away. When the launcher has ended, it ends whatever
     is left of the job on every node (the launcher's process group on this host, and every process whose environment
     holds C(AMX_CLUSTER_JOB=<run_id>/<name>) here and on each worker, reached through the cluster's SSH mesh), and
@@ -107,6 +108,9 @@ options:
     type: int
     default: 200
 attributes:
+  action:
+    support: full
+    description: The work is done by the action plugin of the same name, on the controller and over the connection.
   check_mode:
     support: full
     description: In check mode nothing is started; the task reports what it would start.
