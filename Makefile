@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The two commands of the README: `make demo` and `make test`. Everything else is a part of them.
 SHELL := /bin/bash
 PYTHON ?= python3

@@ -1,5 +1,6 @@
-# Copyright: amx.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Time `ansible-inventory --list` with amx.cluster.ec2_cluster against amazon.aws.aws_ec2, on the same data.
 
 A moto server on 127.0.0.1 holds a cluster of N instances (1 master, N-1 workers, tagged as the ec2_cluster role

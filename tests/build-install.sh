@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The collection as users get it: build the tarball, install it into an empty collections folder, and use
 # it from an unrelated folder whose configuration knows only that folder (not the checkout).
 set -euo pipefail

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Debian packages the test suite needs on this machine, as bindep.txt lists them (every platform:dpkg line; the
 # Docker engine is handled by tests/cluster/docker-engine.sh). Installs only what is missing.
 set -euo pipefail

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Runs every check of the project, goes on past a failure so one run shows everything, and ends with a
 # summary: the last lines of each failed check (so the end of a CI log shows the cause), one line per check
 # with its time, then "checks: N passed, N failed".

@@ -1,5 +1,6 @@
-# Copyright: amx.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Write the "Every variable" section of each role's README from the role's meta/argument_specs.yml (type,
 description, choices) and defaults/main.yml (the default as written there), so the README cannot drift from
 what the role accepts.

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # One IPEX bf16 training step, as the recipe's --use_ipex --bf16 run does per step. Prints one JSON line.
 # ipex.optimize(dtype=bfloat16) prepacks weights only on CPUs with avx512bw/vl/dq or avx_ne_convert; elsewhere
 # (this CI machine) it refuses unless weights_prepack=False, so the step asks oneDNN what the CPU can do.

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters that name the cluster's nodes the way the recipe does: the master, then node1..N."""
 
 from __future__ import annotations

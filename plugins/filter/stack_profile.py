@@ -1,5 +1,6 @@
-# Copyright: amx.cluster contributors
-# Apache License 2.0 (see galaxy.yml)
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Filters over stack profiles: thin wrappers around plugins/module_utils/stack_profile.py."""
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-# SPDX-License-Identifier: Apache-2.0
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """CPU facts for amx.cluster: parse /proc/cpuinfo and lscpu, probe AMX, decide whether a process can use it.
 
 Everything here is plain computation on texts and values, except `LibcArchPrctl` (the real system call), which

@@ -1,5 +1,6 @@
-# Copyright: amx.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Which files of one folder another folder lacks, from the checksums ansible.builtin.find reports on each side."""
 
 from __future__ import annotations

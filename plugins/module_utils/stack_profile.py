@@ -1,5 +1,6 @@
-# Copyright: amx.cluster contributors
-# Apache License 2.0 (see galaxy.yml)
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Pure functions behind the torch_stack and hf_examples roles.
 
 A *stack profile* is plain data (roles/torch_stack/vars/profiles.yml): a Python range, index URLs and a

@@ -1,5 +1,5 @@
 # Copyright: contributors to amx.cluster
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Progress lines and failure reports of a training run, for the amx.cluster.train_job action plugin.
 

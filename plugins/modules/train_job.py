@@ -1,6 +1,6 @@
 #!/usr/bin/python
 # Copyright: contributors to amx.cluster
-# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 # The work is done by the action plugin of the same name (plugins/action/train_job.py); this file documents it.
 

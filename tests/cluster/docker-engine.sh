@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Makes sure a Docker engine answers. Installs docker.io and starts dockerd when `docker info` fails;
 # a daemon that already runs (ours or someone else's) is left alone.
 set -euo pipefail

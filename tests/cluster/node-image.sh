@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Builds the test node image from Debian's mirror (no registry is reachable) and prints its tag.
 # The tag carries a hash of this recipe, so the image is rebuilt only when the recipe changes.
 set -euo pipefail

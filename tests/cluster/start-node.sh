@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Starts (or finds) one test node and prints one JSON line: its address, its SSH host key, and whether it
 # was started now. Usage: start-node.sh NAME NETWORK IMAGE LABEL PUBLIC_KEY_FILE [extra docker run args...]
 set -euo pipefail

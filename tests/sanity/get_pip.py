@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Offline stand-in for the pip bootstrap script that ansible-test downloads.
 
 ansible-test runs this file (from ~/.ansible/test/cache/get_pip_<version>.py) inside each new virtual

@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # ansible-test sanity needs the collection under ansible_collections/amx/cluster: lay a copy of the
 # tracked and new (not ignored) files out in a temporary folder, rather than moving the checkout.
 set -euo pipefail

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A moto server (the local EC2 API) on 127.0.0.1, for the EC2 tests and the inventory benchmark.
 
     with moto_server.running(workdir, MOTO_AMIS_PATH=...) as url:

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Every conditional in the collection's YAML is a string (or a boolean).
 
 A ': ' inside a plain YAML scalar turns the condition into a mapping. yamllint and ansible-lint accept that, and

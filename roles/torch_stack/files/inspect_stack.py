@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Run by torch_stack with the virtualenv's Python. argv[1]: JSON {"keys": [...], "wanted": [{package, module,
 # key}, ...]}. Imports each wanted module (a failing import, even IPEX's exit(127) on a torch mismatch, is
 # reported, not raised) and prints one JSON line last:

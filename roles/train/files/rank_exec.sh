@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Runs one rank of an amx.cluster training run and, when the rank ends badly, says which rank it was and how,
 # before the launcher learns about it and ends the others:

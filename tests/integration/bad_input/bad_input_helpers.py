@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Shared pieces of the bad-input tests: the cases' shape, the ansible-playbook runner, and the checks.
 
 Every run happens in a folder of its own (its working directory), with a temporary HOME, pip cut off from every

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Fixtures of the bad-input tests.
 
 ``stack``: one good run of amx_check, tcmalloc and torch_stack on this machine, once per session, into a scratch

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Bad cluster shapes given to the roles that span nodes (ssh_mesh, mpi_hostfile): a missing master group, two
 masters, one machine under two names, a worker that is not in the inventory, a worker that cannot be reached.
 

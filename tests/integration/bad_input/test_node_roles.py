@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Bad input to the node roles: each is refused in the preflight of its role, with a message that names the host,
 what is wrong and what to change, and nothing changes.
 

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """docs/RELIABILITY.md lists every bad-input test, by the short names its tables use (N[id], C[id], T[id], E[id]
 and function names): a case added without its row in the table fails here."""
 

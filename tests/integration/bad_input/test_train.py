@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Bad input to amx.cluster.train: a layout the node cannot run, a hostfile that lists one machine twice, a run id
 that cannot name a folder, an inventory without a master group.
 

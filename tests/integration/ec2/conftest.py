@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A local EC2 API for the EC2 tests: a moto server on 127.0.0.1, started once, reset before every test.
 
 Every subprocess the tests start (ansible-playbook, ansible-inventory) gets a clean environment: no AWS_* variable

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Bad input to the cloud part: each case is a clear error, and nothing exists in the EC2 API afterwards.
 
 Each case runs playbooks/cloud.yml against the local EC2 API with one thing wrong, and checks the message (what is

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """The whole cloud flow against a local EC2 API (moto): provision, inventory, provision again, teardown.
 
 Node configuration is switched off (ec2_cluster_configure_nodes=false): moto's instances have no SSH server. Every

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Spot nodes, placement groups, a created key pair and the parallel strategy, against the local EC2 API.
 
 moto does not do everything EC2 does, so part of these tests checks the requests we send rather than moto's state:

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Fixtures for the tests that run the training scripts for real.
 
 ``train_python``: the interpreter of a scratch venv with the pins of train-venv.txt, built once under

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """make_tiny_qa.py for real: SQuAD-format data and a tiny DistilBERT that loads offline, reproducibly."""
 
 import json

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """qa_finetune.py for real: a bounded run that learns, alone and as 2 ranks under mpirun with gloo."""
 
 import json

@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """rank_exec.sh pins its rank for real: the child's Cpus_allowed_list, under a plain run and under mpirun."""
 

@@ -1,5 +1,6 @@
-# Copyright: amx.cluster contributors
-# Apache License 2.0 (see LICENSE or https://www.apache.org/licenses/LICENSE-2.0)
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Test probe: writes every task result and the final per-host stats as JSON lines to $AMX_TEST_EVENTS.
 
 The bad-input tests read it to find which host failed in which task (and in which file of which role), with what

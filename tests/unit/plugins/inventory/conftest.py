@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Load the inventory plugin from its file for unit tests.
 
 Other unit tests import ``ansible_collections.amx.cluster`` as a plain namespace package (pytest's pythonpath), and

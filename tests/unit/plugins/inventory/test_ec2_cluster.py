@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of the amx.cluster.ec2_cluster inventory plugin.
 
 The EC2 API is a real botocore client with botocore's Stubber in front of it: the requests the plugin sends are

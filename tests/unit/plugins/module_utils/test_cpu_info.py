@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of the cpu_facts parsers and the AMX decision, on fixture texts of real instance types."""
 
 from __future__ import annotations

@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of the boto3 helpers of the EC2 cluster: the lean DescribeInstances reader and the error messages.
 
 The lean reader is checked against botocore's own parser on the same XML page: whatever botocore makes of a page,

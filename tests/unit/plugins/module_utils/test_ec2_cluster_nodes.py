@@ -1,3 +1,6 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
 """Unit tests of the EC2 cluster naming rules shared by the inventory plugin and the ec2_cluster_nodes module."""
 
 from __future__ import annotations
