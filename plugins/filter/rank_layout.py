@@ -20,7 +20,7 @@ description:
     workers, 6 cores for the OS) gets C(OMP_NUM_THREADS=24).
   - With O(mode=partitioned) each rank gets its own (O(_input) - O(os_reserved_cores)) // O(processes_per_node) cores,
     the last O(ccl_workers) of them for oneCCL.
-  - With O(mode=socket) the ranks are placed per socket from O(topology) (cpu_facts' topology, its C(socket_cores)):
+  - With O(mode=socket) the ranks are placed per socket from O(topology) (cpu_facts' topology, its C(socket_cores));
     O(processes_per_node) must be a multiple of the sockets (each socket's cores, less its share of the OS reserve,
     are split among its ranks) or divide them (a rank takes whole sockets); each rank's oneCCL cores are the last
     O(ccl_workers) cores of its slice, its OpenMP threads the rest. With sub-NUMA clustering the ranks align to NUMA
