@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The role's launch under Intel MPI for real: impi-rt's Hydra starts 2 ranks on this machine.
+"""The role's launch under Intel MPI for real: impi-rt's Hydra starts 2 ranks on this machine (and MPICH's, the same).
 
 The launch script is rendered as roles/train renders it for ``train_mpi: intel`` on a stack without the oneCCL
 binding (mpi_launcher, then launch_command with the role's launcher options, rank wrapper and environment), then run
@@ -67,9 +67,12 @@ def impi_version(venv: Path) -> str:
     return next(line.split(":", 1)[1].strip() for line in done.stdout.splitlines() if line.startswith("Version:"))
 
 
-def render(venv: Path, tmp_path: Path, program: list, hostfile: Path, port: int, transformers: str = "5.24.0") -> dict:
-    """The role's launch for train_mpi: intel, 2 ranks on this node (the wiring of vars/main.yml, by hand)."""
-    mpi = mpi_launcher("intel", oneccl_installed=False, venv=str(venv), packages={"impi-rt": impi_version(venv)})
+def intel(venv: Path) -> dict:
+    return mpi_launcher("intel", oneccl_installed=False, venv=str(venv), packages={"impi-rt": impi_version(venv)})
+
+
+def render(mpi: dict, tmp_path: Path, program: list, hostfile: Path, port: int, transformers: str = "5.24.0") -> dict:
+    """The role's launch for this MPI, 2 ranks on this node (the wiring of vars/main.yml, by hand)."""
     layout = rank_layout(2, processes_per_node=2, mode="partitioned")
     dialect = flag_dialect(transformers, world_size=2)
     env = {"AMX_CLUSTER_RUN_ID": "impi-1", "PYTHONFAULTHANDLER": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -101,12 +104,19 @@ def run(script: Path, timeout: int = 300) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, timeout=timeout, check=False)
 
 
-def test_two_ranks_start_under_intel_mpi_with_the_roles_options(impi_venv, localhost_hostfile, free_port, tmp_path):
+@pytest.mark.parametrize("implementation", ["intel", "mpich"])
+def test_two_ranks_start_with_the_roles_options(implementation, request, localhost_hostfile, free_port, tmp_path):
+    """The same launch options and environment work under Intel MPI and under MPICH."""
+    if implementation == "intel":
+        impi_venv = request.getfixturevalue("impi_venv")
+        mpi = intel(impi_venv)
+    else:
+        mpi = mpi_launcher("mpich", mpich_launcher=request.getfixturevalue("mpirun"))
     probe = tmp_path / "probe.py"
     probe.write_text(PROBE)
-    rendered = render(impi_venv, tmp_path, [sys.executable, str(probe)], localhost_hostfile, free_port)
+    rendered = render(mpi, tmp_path, [sys.executable, str(probe)], localhost_hostfile, free_port)
     launch = rendered["launch"]
-    assert launch["argv"][0] == f"{impi_venv}/bin/mpiexec.hydra"
+    assert launch["argv"][0] == mpi["launcher"]
     assert launch["argv"][7:10] == ["-prepend-rank", "-localhost", "127.0.0.1"]
     done = run(rendered["script"])
     print(rendered["script"].read_text())
@@ -119,8 +129,11 @@ def test_two_ranks_start_under_intel_mpi_with_the_roles_options(impi_venv, local
         assert line["PMI_RANK"] == str(rank) and line["PMI_SIZE"] == "2"
         assert line["MPI_LOCALRANKID"] == str(rank) and line["MPI_LOCALNRANKS"] == "2"
         assert line["OMP_NUM_THREADS"] == "1"  # -genv from the layout (2 cores, 2 ranks, partitioned)
-        assert line["I_MPI_ROOT"] == str(impi_venv) and line["FI_PROVIDER_PATH"] == f"{impi_venv}/lib"
-        assert line["LD_LIBRARY_PATH"].split(":")[0] == f"{impi_venv}/lib"
+        if implementation == "intel":
+            assert line["I_MPI_ROOT"] == str(impi_venv) and line["FI_PROVIDER_PATH"] == f"{impi_venv}/lib"
+            assert line["LD_LIBRARY_PATH"].split(":")[0] == f"{impi_venv}/lib"
+        else:
+            assert line["I_MPI_ROOT"] is None
         assert line["MASTER_ADDR"] == "127.0.0.1" and line["MASTER_PORT"] == str(free_port)
         assert line["NUM_PROCESSES"] == "2" and line["AMX_CLUSTER_RUN_ID"] == "impi-1"
 
@@ -128,7 +141,7 @@ def test_two_ranks_start_under_intel_mpi_with_the_roles_options(impi_venv, local
 def test_a_failing_rank_is_named_and_fails_the_launch(impi_venv, localhost_hostfile, free_port, tmp_path):
     fail = tmp_path / "fail.py"
     fail.write_text("import os, sys\nsys.exit(3 if os.environ['PMI_RANK'] == '1' else 0)\n")
-    rendered = render(impi_venv, tmp_path, [sys.executable, str(fail)], localhost_hostfile, free_port)
+    rendered = render(intel(impi_venv), tmp_path, [sys.executable, str(fail)], localhost_hostfile, free_port)
     done = run(rendered["script"])
     assert done.returncode != 0
     assert "amx.cluster: rank 1 ended: exit code 3" in done.stdout + done.stderr
@@ -138,7 +151,9 @@ def test_gloo_all_reduce_under_intel_mpi(
     impi_venv, train_python, installed_versions, localhost_hostfile, free_port, tmp_path
 ):
     program = [str(train_python), str(FILES / "smoke_allreduce.py"), "--expect_world", "2", "--timeout", "120"]
-    rendered = render(impi_venv, tmp_path, program, localhost_hostfile, free_port, installed_versions["transformers"])
+    rendered = render(
+        intel(impi_venv), tmp_path, program, localhost_hostfile, free_port, installed_versions["transformers"]
+    )
     done = run(rendered["script"])
     print(done.stdout)
     assert done.returncode == 0, done.stdout + done.stderr
