@@ -105,7 +105,7 @@ ALLOWED_ENV = {
 def parse_exports(text: str) -> dict:
     env = {}
     for line in text.strip().splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
+        name, value = line.removeprefix("export ").split("=", 1)
         env[name] = shlex.split(value)[0]
     return env
 
