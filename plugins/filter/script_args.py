@@ -66,7 +66,7 @@ options:
     description: C(--max_eval_samples); null for the whole validation set.
     type: int
   logging_steps:
-    description: C(--logging_steps); null leaves it out (the script's default).
+    description: C(--logging_steps); V(0) or null leaves it out (the script's default).
     type: int
     default: 10
   measure_only:

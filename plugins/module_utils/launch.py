@@ -261,7 +261,7 @@ def script_args(
     ``script``: ``run_qa`` (transformers' example, Hub model and data set ``dataset_name``),
     ``qa_finetune`` (the collection's script on local files) or ``custom`` (``custom_args`` as
     given). A knob left at None takes ``data_defaults[kind]`` (kind ``hub`` for run_qa, else
-    ``data``), then the recipe's 1 epoch and batch 32. ``logging_steps=None`` leaves the flag out
+    ``data``), then the recipe's 1 epoch and batch 32. ``logging_steps`` None or 0 leaves the flag out
     (the script's own default). ``max_steps`` / ``max_eval_samples`` bound a run; ``measure_only``
     leaves out the evaluation (and qa_finetune's saving of the model): a run that is only timed.
     """
@@ -285,7 +285,7 @@ def script_args(
     stride = _knob("doc_stride", doc_stride, defaults.get("doc_stride"), 1)
     steps = _knob("max_steps", max_steps, None, 1)
     evals = _knob("max_eval_samples", max_eval_samples, None, 1)
-    logging = _knob("logging_steps", logging_steps, None, 1)
+    logging = _knob("logging_steps", logging_steps or None, None, 1)
 
     if script == "run_qa":
         if not model:

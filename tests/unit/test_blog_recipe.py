@@ -17,6 +17,7 @@ import shlex
 
 import pytest
 import yaml
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.amx.cluster.plugins.module_utils import cpu_info
 from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
@@ -325,7 +326,7 @@ def test_the_cluster_launch_is_the_blogs_flag_by_flag(values, nodes, recipe_stac
 
 
 def test_the_single_node_run_is_the_blogs_one_process_run(values, nodes, recipe_stack):
-    assert values["train_single_node_check"] is True and values["train_single_node_steps"] is None
+    assert values["train_single_node_check"] is True and values["train_single_node_steps"] == 0
     transformers = recipe_stack["__torch_stack_profiles"][values["torch_stack_profile"]]["packages"]["transformers"]
     facts = nodes[0]
     job_layout = rank_layout(
@@ -361,8 +362,8 @@ def test_the_single_node_run_is_the_blogs_one_process_run(values, nodes, recipe_
         dataset_name=values["train_dataset_name"],
         epochs=values["train_epochs"],
         batch_size=values["train_batch_size"],
-        max_steps=steps if steps is not None else values["train_max_steps"],
-        max_eval_samples=64 if steps is not None else None,
+        max_steps=steps if steps > 0 else values["train_max_steps"],
+        max_eval_samples=64 if steps > 0 else None,
         logging_steps=values["train_logging_steps"],
     )
     launch = launch_command(
@@ -394,3 +395,19 @@ def test_the_single_node_run_is_the_blogs_one_process_run(values, nodes, recipe_
     assert set(env_diff) <= set(ALLOWED_ENV) - {"MASTER_ADDR", "MASTER_PORT"}, env_diff
     assert env_diff["OMP_NUM_THREADS"] == ("<absent>", "26")
     assert launch["env"]["LD_PRELOAD"] == blog_env["LD_PRELOAD"]
+
+
+@pytest.mark.parametrize("role", ["ec2_cluster", "torch_stack", "hf_examples", "train"])
+def test_the_preset_passes_the_roles_argument_specs(preset, role):
+    """Every preset variable of a role is one of its options, of the right type (as its entry point checks it)."""
+    specs = yaml.safe_load((REPO / "roles" / role / "meta" / "argument_specs.yml").read_text())["argument_specs"]
+    options = specs["main"]["options"]
+    mine = {name: value for name, value in preset.items() if name.startswith(role + "_")}
+    assert mine and set(mine) <= set(options), sorted(set(mine) - set(options))
+    result = ArgumentSpecValidator(options).validate(mine)
+    assert result.error_messages == []
+
+
+def test_every_preset_variable_belongs_to_a_role(preset):
+    roles = ("ec2_cluster_", "torch_stack_", "hf_examples_", "train_")
+    assert [name for name in preset if not name.startswith(roles)] == []

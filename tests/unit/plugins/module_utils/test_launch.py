@@ -276,6 +276,7 @@ def test_script_args_for_run_qa_are_the_recipes():
         "run_qa", "/tmp/debug_squad", data_defaults=DATA_DEFAULTS, model="distilbert-base-uncased", logging_steps=None
     )
     assert args == [*RECIPE_SCRIPT_ARGS[:11], "/tmp/debug_squad/output", "--overwrite_output_dir"]
+    assert script_args("run_qa", "/tmp/debug_squad", model="distilbert-base-uncased", logging_steps=0) == args
 
 
 def test_script_args_for_the_tiny_data_take_its_defaults_and_the_bounds():
