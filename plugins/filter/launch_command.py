@@ -13,8 +13,8 @@ author: amx.cluster contributors
 description:
   - Renders what the recipe types on the master, from a layout (P(amx.cluster.rank_layout#filter)) and a flag dialect
     (P(amx.cluster.flag_dialect#filter)).
-  - C(mpirun -f HOSTFILE -n NUM_PROCESSES -ppn NUM_PROCESSES_PER_NODE -genv OMP_NUM_THREADS=T -genv LD_PRELOAD=...
-    PYTHON SCRIPT SCRIPT_ARGS... DIALECT_FLAGS... [--bf16]), with C(MASTER_ADDR), C(NUM_PROCESSES),
+  - C(mpirun -f HOSTFILE -n NUM_PROCESSES -ppn NUM_PROCESSES_PER_NODE [LAUNCHER_OPTIONS] -genv OMP_NUM_THREADS=T
+    -genv LD_PRELOAD=... PYTHON SCRIPT SCRIPT_ARGS... DIALECT_FLAGS... [--bf16]), with C(MASTER_ADDR), C(NUM_PROCESSES),
     C(NUM_PROCESSES_PER_NODE), the C(CCL_*) variables (backend ccl) and C(KMP_HW_SUBSET) exported before it, and
     oneCCL's C(setvars.sh) sourced when the binding is installed.
   - Fails when the layout and the dialect disagree on the world size, when ccl has no worker, when C(MASTER_ADDR)
@@ -78,6 +78,17 @@ options:
     type: list
     elements: str
     default: [OMP_NUM_THREADS, LD_PRELOAD]
+  launcher_options:
+    description:
+      - Options of the launcher, right after C(-ppn), such as C(-prepend-rank) and C(-localhost ADDR) (MPICH's and
+        Intel MPI's Hydra take both on the command line).
+    type: list
+    elements: str
+  path_env:
+    description:
+      - Variables whose current value gets a folder in front (C(export LD_LIBRARY_PATH=DIR${LD_LIBRARY_PATH:+:...})),
+        for Intel MPI's libraries (P(amx.cluster.mpi_launcher#filter)).
+    type: dict
 """
 
 EXAMPLES = r"""
@@ -100,7 +111,8 @@ _value:
   description:
     - C(argv), the command as a list; C(command), the same shell-quoted on one line.
     - C(env), the variables exported before the launcher; C(genv), those passed with C(-genv).
-    - C(setvars), the C(setvars.sh) expression sourced first (or null); C(script), a bash script doing all of it.
+    - C(setvars), the C(setvars.sh) expression sourced first (or null); C(path_env), the prepended folders;
+      C(script), a bash script doing all of it.
   type: dict
 """
 

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bad input to amx.cluster.train: a layout the node cannot run, a hostfile that lists one machine twice, a run id
-that cannot name a folder, an inventory without a master group.
+that cannot name a folder, Intel MPI without impi-rt in the stack, an inventory without a master group.
 
 Each case is a run of playbooks/train_role.yml of its own (the training checks compare the hosts of one play) on
 this machine as a one-node cluster: the facts that the real amx_check, tcmalloc and torch_stack published for this
@@ -92,6 +92,18 @@ CASES = [
             ),
         ),
         id="train-scaling-sweep-beyond-the-cluster",
+    ),
+    pytest.param(
+        TrainCase(
+            "train-intel-mpi-without-impi-rt",
+            {"train_mpi": "intel"},
+            (
+                "localhost: train_mpi intel cannot launch the job",
+                "comes from the impi-rt package in the training virtualenv, which it lacks",
+                "add impi-rt to torch_stack_extra_packages",
+            ),
+        ),
+        id="train-intel-mpi-without-impi-rt",
     ),
     pytest.param(
         TrainCase(

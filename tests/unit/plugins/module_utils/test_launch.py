@@ -12,6 +12,8 @@ from ansible_collections.amx.cluster.plugins.module_utils.launch import (
     LaunchError,
     launch_command,
     launch_env,
+    mpi_launcher,
+    script_args,
     shell_join,
     shell_quote,
 )
@@ -261,3 +263,165 @@ def test_shell_join_round_trips_through_the_shell():
     out = subprocess.run(["bash", "-c", shell_join(argv)], capture_output=True, text=True, check=True).stdout
     home = subprocess.run(["bash", "-c", "echo ~"], capture_output=True, text=True, check=True).stdout.strip()
     assert out.splitlines() == ["a b", "it's", "$HOME", home + "/x", "*"]
+
+
+# --- script_args: the script's own arguments, from the knobs (what tasks/script_args.yml used to decide in Jinja).
+
+DATA_DEFAULTS = {
+    "hub": {"epochs": 1, "batch_size": 32},
+    "files": {"epochs": 1, "batch_size": 32},
+    "tiny": {"epochs": 8, "batch_size": 16, "learning_rate": 3.0e-3, "max_seq_length": 96, "doc_stride": 32},
+}
+
+
+def test_script_args_for_run_qa_are_the_recipes():
+    args = script_args(
+        "run_qa", "/tmp/debug_squad", data_defaults=DATA_DEFAULTS, model="distilbert-base-uncased", logging_steps=None
+    )
+    assert args == [*RECIPE_SCRIPT_ARGS[:11], "/tmp/debug_squad/output", "--overwrite_output_dir"]
+    assert script_args("run_qa", "/tmp/debug_squad", model="distilbert-base-uncased", logging_steps=0) == args
+
+
+def test_script_args_for_the_tiny_data_take_its_defaults_and_the_bounds():
+    args = script_args(
+        "qa_finetune",
+        "/r",
+        data="tiny",
+        data_defaults=DATA_DEFAULTS,
+        model="/m",
+        train_file="/t",
+        validation_file="/v",
+        max_steps=20,
+        max_eval_samples=64,
+    )
+    assert args == [
+        "--model_name_or_path", "/m", "--train_file", "/t", "--validation_file", "/v", "--do_train", "--do_eval",
+        "--per_device_train_batch_size", "16", "--num_train_epochs", "8", "--logging_steps", "10",
+        "--output_dir", "/r/output", "--overwrite_output_dir", "--learning_rate", "0.003", "--max_seq_length", "96",
+        "--doc_stride", "32", "--max_steps", "20", "--max_eval_samples", "64",
+        "--metrics_file", "/r/metrics.json", "--progress_file", "/r/progress.jsonl",
+    ]  # fmt: skip
+
+
+def test_script_args_measure_only_drops_the_evaluation_and_the_saving():
+    args = script_args(
+        "qa_finetune",
+        "/r",
+        data="files",
+        data_defaults=DATA_DEFAULTS,
+        model="/m",
+        train_file="/t",
+        validation_file="/v",
+        epochs=2,
+        batch_size=8,
+        measure_only=True,
+        extra_args=["--seed", 3],
+    )
+    assert "--do_eval" not in args and args[-3:] == ["--no_save", "--seed", "3"]
+    assert (
+        args[args.index("--num_train_epochs") + 1] == "2"
+        and args[args.index("--per_device_train_batch_size") + 1] == "8"
+    )
+
+
+def test_script_args_custom_are_passed_as_given():
+    assert script_args("custom", "/r", custom_args=["--a", 1], extra_args=["--b"]) == ["--a", "1", "--b"]
+    assert script_args("run_qa", "/r", custom_args=[]) == []
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, message",
+    [
+        (("train",), {}, "script must be one of qa_finetune, run_qa, custom"),
+        (("custom", "/r"), {}, "script custom needs its own arguments"),
+        (("run_qa", "/r"), {}, "run_qa needs a model"),
+        (("qa_finetune", "/r"), {"model": "/m"}, "qa_finetune needs train_file, validation_file"),
+        (("run_qa", "/r"), {"model": "m", "batch_size": 0}, "batch_size must be a number >= 1, got 0"),
+        (("run_qa", "/r"), {"model": "m", "epochs": "x"}, "epochs must be a number, got 'x'"),
+        (("run_qa", "/r"), {"model": "m", "custom_args": "--a 1"}, "custom_args must be a list"),
+        (("run_qa", ""), {"model": "m"}, "run_dir is required"),
+    ],
+)
+def test_script_args_refuses_what_cannot_run(args, kwargs, message):
+    if len(args) == 1:
+        args = (args[0], "/r")
+    with pytest.raises(LaunchError, match=message):
+        script_args(*args, **kwargs)
+
+
+# --- mpi_launcher: which MPI, and what its mpirun needs.
+
+
+def test_the_oneccl_binding_brings_intel_mpi_whatever_train_mpi_says():
+    for implementation in ("mpich", "intel"):
+        chosen = mpi_launcher(implementation, oneccl_installed=True)
+        assert chosen == {
+            "implementation": "intel",
+            "source": "oneccl",
+            "launcher": "mpirun",
+            "env": {},
+            "path_env": {},
+            "install_mpich": False,
+        }
+
+
+def test_mpich_is_the_default_without_the_binding():
+    chosen = mpi_launcher(mpich_launcher="/usr/lib64/mpich/bin/mpirun")
+    assert chosen["implementation"] == "mpich" and chosen["install_mpich"] is True
+    assert chosen["launcher"] == "/usr/lib64/mpich/bin/mpirun"
+    assert mpi_launcher("mpich", launcher="/opt/mpirun")["launcher"] == "/opt/mpirun"
+
+
+def test_intel_mpi_from_impi_rt_in_the_venv():
+    chosen = mpi_launcher("intel", venv="/opt/amx-cluster/venv/", packages={"impi_rt": "2021.18.1", "torch": "2"})
+    assert chosen == {
+        "implementation": "intel",
+        "source": "impi-rt",
+        "launcher": "/opt/amx-cluster/venv/bin/mpiexec.hydra",
+        "env": {"I_MPI_ROOT": "/opt/amx-cluster/venv", "FI_PROVIDER_PATH": "/opt/amx-cluster/venv/lib"},
+        "path_env": {"LD_LIBRARY_PATH": "/opt/amx-cluster/venv/lib"},
+        "install_mpich": False,
+    }
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"implementation": "openmpi"}, "must be one of mpich, intel, got 'openmpi'"),
+        ({"implementation": "intel", "venv": "/v", "packages": {"torch": "2"}}, "add impi-rt to torch_stack_extra"),
+        ({"implementation": "intel", "venv": "venv", "packages": {"impi-rt": "1"}}, "absolute path"),
+    ],
+)
+def test_mpi_launcher_refuses_what_cannot_launch(kwargs, message):
+    with pytest.raises(LaunchError, match=message):
+        mpi_launcher(**kwargs)
+
+
+# --- launcher options and prepended paths.
+
+
+def test_launcher_options_go_right_after_ppn():
+    launch = recipe_launch(launcher_options=["-prepend-rank", "-localhost", "172.31.3.190"])
+    assert launch["argv"][:9] == ["mpirun", "-f", "~/hosts", "-n", "8", "-ppn", "2", "-prepend-rank", "-localhost"]
+    assert "HYDRA_CONFIG_FILE" not in launch["script"]
+
+
+def test_a_one_process_run_takes_no_launcher_options():
+    layout = rank_layout(4)
+    dialect = flag_dialect("4.24.0")
+    with pytest.raises(LaunchError, match="launcher_options need a launcher"):
+        launch_command(layout, dialect, "x.py", launcher=None, launcher_options=["-prepend-rank"])
+
+
+def test_path_env_is_put_in_front_of_the_current_value(tmp_path):
+    launch = recipe_launch(path_env={"LD_LIBRARY_PATH": "/opt/v/lib"}, launcher="true", setvars="/dev/null")
+    assert "export LD_LIBRARY_PATH=/opt/v/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n" in launch["script"]
+    # The script as written, its launch replaced by a look at the variable (bash runs it for real).
+    script = tmp_path / "probe.sh"
+    script.write_text(launch["script"].split("\nexec ")[0] + "\nprintenv LD_LIBRARY_PATH\n")
+    for before, after in (("", "/opt/v/lib"), ("/usr/lib/x", "/opt/v/lib:/usr/lib/x")):
+        env = {"PATH": "/usr/bin:/bin"} | ({"LD_LIBRARY_PATH": before} if before else {})
+        done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=True)
+        assert done.stdout.strip() == after
+    with pytest.raises(LaunchError, match="LD_PRELOAD is given both in path_env and as a variable"):
+        recipe_launch(path_env={"LD_PRELOAD": "/x"})
