@@ -164,3 +164,26 @@ def test_nothing_happens_without_a_cluster_name(ec2, playbook):
     assert run.recap["changed"] == 0
     created = anything_created(ec2)
     assert created == {key: [] for key in created}
+
+
+def test_a_cluster_beyond_the_vcpu_cap_is_refused_before_anything_exists(ec2, moto, playbook, home):
+    """20 workers of r7iz.metal-16xl (64 vCPUs each) need 1344 vCPUs, more than the default cap (1024).
+
+    moto's Service Quotas API knows no EC2 quota (it answers NoSuchResource), so here the cap refuses; where AWS
+    answers, the account's quota is compared the same way (unit tests of ec2_cluster_capacity).
+    """
+    moto.start_recording()
+    try:
+        run = playbook(PLAYBOOKS / "cloud.yml", base_vars(CLUSTER, ec2_cluster_worker_count=20))
+    finally:
+        moto.stop_recording()
+    assert run.returncode != 0, run.explain()
+    output = " ".join(run.output.split())
+    assert "21 node(s) of r7iz.metal-16xl (64 vCPUs each" in output, run.explain()
+    assert "need 1344 vCPUs, more than ec2_cluster_max_vcpus (1024)" in output
+    assert "lower ec2_cluster_worker_count (at most 15 with this type)" in output
+    created = anything_created(ec2)
+    assert created == {key: [] for key in created}, run.explain()
+    assert moto.recorded("RunInstances") == []
+    # Not even the controller folder of the cluster's files exists.
+    assert not (home / ".ansible" / "amx_cluster").exists()

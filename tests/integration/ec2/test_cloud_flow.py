@@ -164,7 +164,7 @@ def test_provision_inventory_reprovision_teardown(ec2, playbook, inventory_file,
         "cluster": ["master", "node1", "node2", "node3"],
     }
     by_name = {"master": master, **{f"node{n}": workers[n - 1] for n in (1, 2, 3)}}
-    known_hosts = str(home / ".ansible" / "amx_cluster" / CLUSTER / "known_hosts")
+    known_hosts = str(home / ".ansible" / "amx_cluster" / CLUSTER / REGION / "known_hosts")
     for name, instance in by_name.items():
         hostvars = built["hostvars"][name]
         assert hostvars["ec2_instance_id"] == instance["InstanceId"]
@@ -218,3 +218,53 @@ def test_provision_inventory_reprovision_teardown(ec2, playbook, inventory_file,
         f"\ntimings: provision {first.seconds:.1f}s, inventory {listed.seconds:.1f}s, provision again "
         f"{second.seconds:.1f}s, teardown {down.seconds:.1f}s (region {REGION})"
     )
+
+
+def worker_names(ec2):
+    return sorted(name for name in cluster_instances(ec2) if name != f"{CLUSTER}-master")
+
+
+@pytest.mark.slow
+def test_resize_acts_on_the_nodes_that_exist_and_the_size_lasts(ec2, playbook, inventory_file, tmp_path):
+    """Shrink then grow with -e: the run's inventory holds exactly the nodes that exist, and a plain run keeps the
+    size chosen last (recorded on the master), instead of going back to the default of 3 workers."""
+    inventory = inventory_file(CLUSTER)
+    report = tmp_path / "report.json"
+    extra = {
+        "ec2_cluster_admin_cidr": ADMIN_CIDR,
+        "ec2_cluster_configure_nodes": False,
+        "inventory_report": str(report),
+    }
+
+    def provision(**overrides):
+        run = playbook(HERE_PLAYBOOKS / "provision_report.yml", {**extra, **overrides}, inventory=inventory)
+        assert run.returncode == 0, run.explain()
+        return run, json.loads(report.read_text())["groups"]
+
+    def recorded_size():
+        master = cluster_instances(ec2)[f"{CLUSTER}-master"]
+        return {t["Key"]: t["Value"] for t in master["Tags"]}.get("amx.cluster/worker-count")
+
+    _, groups = provision(ec2_cluster_worker_count=2)
+    assert groups["workers"] == ["node1", "node2"]
+    assert worker_names(ec2) == ["flow-node1", "flow-node2"]
+    assert recorded_size() == "2"
+
+    # Shrink: node2 is terminated, and the rest of the run (the inventory the node plays get) no longer has it,
+    # although the inventory plugin listed it when the run started.
+    run, groups = provision(ec2_cluster_worker_count=1)
+    assert worker_names(ec2) == ["flow-node1"]
+    assert groups == {"master": ["master"], "workers": ["node1"], "cluster": ["master", "node1"]}, run.explain()
+    assert recorded_size() == "1"
+
+    # A plain run keeps the size chosen last: nothing launched, nothing changed.
+    run, groups = provision()
+    assert worker_names(ec2) == ["flow-node1"], run.explain()
+    assert groups["workers"] == ["node1"]
+    assert run.recap["changed"] == 0, run.explain()
+
+    # Grow again: the new worker is in this run's inventory.
+    run, groups = provision(ec2_cluster_worker_count=2)
+    assert worker_names(ec2) == ["flow-node1", "flow-node2"]
+    assert groups == {"master": ["master"], "workers": ["node1", "node2"], "cluster": ["master", "node1", "node2"]}
+    assert recorded_size() == "2"

@@ -24,6 +24,7 @@ from ec2_helpers import (
     ACCESS_KEY_ID,
     BASE_IMAGE,
     PLAYBOOKS,
+    REGION,
     SECRET_ACCESS_KEY,
     anything_created,
     base_vars,
@@ -105,7 +106,7 @@ def test_spot_existing_placement_group_created_key_parallel(ec2, moto, playbook,
     assert resources["launch_templates"] != []
 
     # The created key pair: its private key is on the controller, 0600, and never in Ansible's output.
-    key_file = home / ".ansible" / "amx_cluster" / cluster / "amx-opts.pem"
+    key_file = home / ".ansible" / "amx_cluster" / cluster / REGION / "amx-opts.pem"
     assert key_file.read_text().startswith("-----BEGIN")
     assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
     assert "PRIVATE KEY" not in run.output
