@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import key_comment, key_owner, mesh_input_problems
+from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
+    key_comment,
+    key_owner,
+    known_host_conflict,
+    mesh_input_problems,
+)
 
 
 def worker_aliases(workers, master=None):
@@ -56,6 +61,19 @@ def mesh_key_comment(key_name, master):
     return key_comment(str(key_name), str(master))
 
 
+def mesh_known_host_conflicts(results, keys):
+    """The nodes (the `item` of each result of `ssh-keygen -F <address>` over the nodes) whose address the master's
+    known_hosts pins to another ed25519 key than keys[node] (see module_utils.ssh_mesh.known_host_conflict)."""
+    if not isinstance(results, list) or not isinstance(keys, dict):
+        raise AnsibleFilterError("mesh_known_host_conflicts: expected the registered results and a dict of host keys")
+    return [
+        result["item"]
+        for result in results
+        if result.get("rc") == 0
+        and known_host_conflict(str(result.get("stdout", "")), str(keys.get(result["item"], "")))
+    ]
+
+
 class FilterModule:
     """Node naming and mesh input filters."""
 
@@ -65,4 +83,5 @@ class FilterModule:
             "mesh_input_problems": mesh_input_problems_filter,
             "mesh_key_owner": mesh_key_owner,
             "mesh_key_comment": mesh_key_comment,
+            "mesh_known_host_conflicts": mesh_known_host_conflicts,
         }

@@ -96,3 +96,17 @@ def key_owner(private_exists: bool, public_text: Optional[str], key_name: str, m
         return {"owner": "ours", "reason": None}
     reason = "its public key does not carry the comment amx.cluster gives the keys it makes"
     return {"owner": "foreign", "reason": reason}
+
+
+def known_host_conflict(found: str, key: str) -> bool:
+    """Whether the lines ``ssh-keygen -F <address>`` printed from known_hosts pin an ed25519 host key for that
+    address other than ``key`` (the node's own, base64). ansible.builtin.known_hosts would then remove every line of
+    that address, whoever wrote them, to pin the new key."""
+    for line in found.splitlines():
+        fields = line.split()
+        if len(fields) >= 3 and not line.startswith("#"):
+            if fields[0].startswith("@"):  # @cert-authority or @revoked: no pin of this role's kind
+                continue
+            if fields[1] == "ssh-ed25519" and fields[2] != key.strip():
+                return True
+    return False

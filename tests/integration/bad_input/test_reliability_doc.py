@@ -28,6 +28,7 @@ def expected_names() -> list:
         "test_a_hostfile_master_outside_the_play_is_refused",
         "test_a_key_the_mesh_did_not_make_is_neither_used_nor_deleted",
         "test_check_mode_runs_clean_on_a_fresh_node",
+        "test_a_known_hosts_line_the_mesh_did_not_write_is_not_replaced",
     ]
     return names
 

@@ -19,8 +19,10 @@ import pytest
 from bad_input_helpers import LOCAL, TEST_PLAYBOOKS, assert_refused, cluster, node_paths, run_in_folder, snapshot
 
 SSH = pathlib.Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh"
-# This machine may run no sshd, and then has no host key to pin: the mesh is told not to pin then.
+# This machine may run no sshd, and then has no host key to pin: the playbooks then give the hosts a made-up one.
 HAS_HOST_KEY = pathlib.Path("/etc/ssh/ssh_host_ed25519_key.pub").exists()
+MADE_UP_HOST_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHN0YW5kLWluIGZvciBhIGhvc3Qga2V5IG9mIHRoZSB0ZXN0cw"
+OTHER_HOST_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIGFub3RoZXIgbWFjaGluZSdzIGtleSBhdCB0aGF0IGFkZHJlc3M"
 HAS_TCMALLOC = "libtcmalloc.so" in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
 
 
@@ -29,8 +31,9 @@ def mesh_inventory(folder: pathlib.Path, role: str = "ssh_mesh") -> dict:
     master = {**LOCAL, **node_paths(folder / "master"), "bad_input_role": role, "ssh_mesh_address": "127.0.0.1"}
     worker = {**LOCAL, **node_paths(folder / "worker"), "bad_input_role": role, "ssh_mesh_address": "127.0.0.2"}
     for host in (master, worker):
-        host["ssh_mesh_strict_host_key_checking"] = HAS_HOST_KEY
         host["bad_input_tcmalloc"] = HAS_TCMALLOC
+        if not HAS_HOST_KEY:
+            host["bad_input_host_key"] = MADE_UP_HOST_KEY
     return cluster({"localhost": master}, {"node-b": worker})
 
 
@@ -57,7 +60,7 @@ def foreign_key():
 def test_a_key_the_mesh_did_not_make_is_neither_used_nor_deleted(tmp_path, foreign_key, rotate):
     before = snapshot(SSH)
     extra = {"ssh_mesh_key_name": foreign_key, "ssh_mesh_rotate": rotate}
-    run, touched = run_in_folder(tmp_path, TEST_PLAYBOOKS / "role.yml", mesh_inventory(tmp_path), extra, check=True)
+    run, touched = run_in_folder(tmp_path, TEST_PLAYBOOKS / "mesh.yml", mesh_inventory(tmp_path), extra, check=True)
     expect = (
         f"localhost: the master localhost already has {SSH}/{foreign_key} (ssh_mesh_key_name), a key amx.cluster did "
         "not make: its public key does not carry the comment amx.cluster gives the keys it makes",
@@ -68,6 +71,41 @@ def test_a_key_the_mesh_did_not_make_is_neither_used_nor_deleted(tmp_path, forei
     # The worker stops at the same check, before its first change.
     assert_refused(run, "node-b", "ssh_mesh", ("node-b: the master localhost already has",), touched)
     assert snapshot(SSH) == before
+
+
+@pytest.fixture
+def pinned_elsewhere():
+    """A line of the user's own in the mesh user's known_hosts that pins another ed25519 key for the worker's
+    address (127.0.0.2); the file is put back as it was afterwards."""
+    made_folder = not SSH.exists()
+    SSH.mkdir(mode=0o700, exist_ok=True)
+    known = SSH / "known_hosts"
+    before = known.read_bytes() if known.exists() else None
+    with known.open("a") as out:
+        out.write(f"127.0.0.2 ssh-ed25519 {OTHER_HOST_KEY}\n")
+    try:
+        yield known
+    finally:
+        if before is None:
+            known.unlink(missing_ok=True)
+        else:
+            known.write_bytes(before)
+        if made_folder and not any(SSH.iterdir()):
+            SSH.rmdir()
+
+
+def test_a_known_hosts_line_the_mesh_did_not_write_is_not_replaced(tmp_path, pinned_elsewhere):
+    """ansible.builtin.known_hosts would remove every line of the address to pin the node's key."""
+    before = pinned_elsewhere.read_bytes()
+    run, touched = run_in_folder(tmp_path, TEST_PLAYBOOKS / "mesh.yml", mesh_inventory(tmp_path), {}, check=True)
+    expect = (
+        f"localhost: {SSH}/known_hosts on the master localhost pins another ed25519 host key for 127.0.0.2 (node-b)",
+        "remove the old lines yourself (ssh-keygen -R ADDRESS -f that file, as the mesh user)",
+        "Nothing was changed on any node",
+    )
+    assert_refused(run, "localhost", "ssh_mesh", expect, touched)
+    assert_refused(run, "node-b", "ssh_mesh", ("node-b:", "pins another ed25519 host key"), touched)
+    assert pinned_elsewhere.read_bytes() == before
 
 
 def test_check_mode_runs_clean_on_a_fresh_node(tmp_path):

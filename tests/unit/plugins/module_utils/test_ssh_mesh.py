@@ -2,11 +2,16 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.filter.mesh import mesh_input_problems_filter, mesh_key_comment
+from ansible_collections.amx.cluster.plugins.filter.mesh import (
+    mesh_input_problems_filter,
+    mesh_key_comment,
+    mesh_known_host_conflicts,
+)
 from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
     address_problem,
     key_name_problem,
     key_owner,
+    known_host_conflict,
     user_problem,
 )
 
@@ -109,3 +114,40 @@ def test_any_other_key_is_foreign(private, public, reason):
     result = key_owner(private, public, "cluster", "master")
     assert result["owner"] == "foreign"
     assert reason in result["reason"]
+
+
+KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIOwn"
+FOUND = "# Host 10.0.0.2 found: line {n}\n{line}\n"
+
+
+@pytest.mark.parametrize(
+    ("found", "conflict"),
+    [
+        ("", False),
+        (FOUND.format(n=1, line=f"|1|salt=|hash= ssh-ed25519 {KEY}"), False),  # the same key: nothing to replace
+        (FOUND.format(n=1, line=f"10.0.0.2 ssh-ed25519 {KEY} comment"), False),
+        (FOUND.format(n=3, line="10.0.0.2 ssh-rsa AAAAB3Nza"), False),  # another type: the module adds beside it
+        (FOUND.format(n=1, line="|1|salt=|hash= ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther"), True),
+        (
+            FOUND.format(n=1, line=f"10.0.0.2 ssh-ed25519 {KEY}")
+            + FOUND.format(n=2, line="10.0.0.2 ssh-ed25519 AAAAX"),
+            True,
+        ),
+        (FOUND.format(n=1, line="@cert-authority 10.0.0.2 ssh-ed25519 AAAAX"), False),
+        (FOUND.format(n=1, line="@revoked 10.0.0.2 ssh-ed25519 AAAAX"), False),
+    ],
+)
+def test_another_pinned_key_for_the_address_is_a_conflict(found, conflict):
+    assert known_host_conflict(found, KEY + "\n") is conflict
+
+
+def test_the_filter_names_the_nodes_in_conflict():
+    results = [
+        {"item": "m", "rc": 1, "stdout": ""},
+        {"item": "w1", "rc": 0, "stdout": f"w1 ssh-ed25519 {KEY}"},
+        {"item": "w2", "rc": 0, "stdout": "w2 ssh-ed25519 AAAAX"},
+        {"item": "w3", "rc": 255, "stdout": "w3 ssh-ed25519 AAAAX"},
+    ]
+    assert mesh_known_host_conflicts(results, {"m": KEY, "w1": KEY, "w2": KEY, "w3": KEY}) == ["w2"]
+    with pytest.raises(AnsibleFilterError, match="mesh_known_host_conflicts"):
+        mesh_known_host_conflicts("w2", {})
