@@ -1,4 +1,3 @@
-#!/usr/bin/python
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Test helper: report a made-up ed25519 host key as the host's fact, for a machine that runs no sshd (and so has
 no host key of its own) in the ssh_mesh tests. A fact set this way joins the gathered facts, as setup's would."""
