@@ -7,6 +7,13 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
+    key_comment,
+    key_owner,
+    known_host_conflict,
+    mesh_input_problems,
+)
+
 
 def worker_aliases(workers, master=None):
     """Map each worker's inventory name to its mesh alias ``node1``..``nodeN``, in inventory order.
@@ -31,8 +38,53 @@ def worker_aliases(workers, master=None):
     return {worker: f"node{index}" for index, worker in enumerate(workers, start=1)}
 
 
+def mesh_input_problems_filter(addresses, users=None, key_names=None):
+    """What is wrong with the values that reach the master's SSH files (see module_utils.ssh_mesh): each argument
+    maps an inventory name to that node's ssh_mesh_address, ssh_mesh_user or ssh_mesh_key_name."""
+    maps = {"ssh_mesh_address": addresses, "ssh_mesh_user": users or {}, "ssh_mesh_key_name": key_names or {}}
+    for variable, values in maps.items():
+        if not isinstance(values, dict):
+            raise AnsibleFilterError(f"mesh_input_problems: expected a dict of host name to {variable}, got {values!r}")
+    nodes = {}
+    for variable, values in maps.items():
+        for node, value in values.items():
+            nodes.setdefault(node, {})[variable] = value
+    return mesh_input_problems(nodes)
+
+
+def mesh_key_owner(public_text, private_exists, key_name, master):
+    """Whether the key pair at ~/.ssh/<key_name> is absent, ours or foreign (see module_utils.ssh_mesh)."""
+    if public_text is not None and not isinstance(public_text, str):
+        raise AnsibleFilterError(f"mesh_key_owner: expected the public key's text or None, got {type(public_text)}")
+    return key_owner(bool(private_exists), public_text, str(key_name), str(master))
+
+
+def mesh_key_comment(key_name, master):
+    """The comment of the public key ssh_mesh makes, its mark of ownership."""
+    return key_comment(str(key_name), str(master))
+
+
+def mesh_known_host_conflicts(results, keys):
+    """The nodes (the `item` of each result of `ssh-keygen -F <address>` over the nodes) whose address the master's
+    known_hosts pins to another ed25519 key than keys[node] (see module_utils.ssh_mesh.known_host_conflict)."""
+    if not isinstance(results, list) or not isinstance(keys, dict):
+        raise AnsibleFilterError("mesh_known_host_conflicts: expected the registered results and a dict of host keys")
+    return [
+        result["item"]
+        for result in results
+        if result.get("rc") == 0
+        and known_host_conflict(str(result.get("stdout", "")), str(keys.get(result["item"], "")))
+    ]
+
+
 class FilterModule:
-    """Node naming filters."""
+    """Node naming and mesh input filters."""
 
     def filters(self):
-        return {"worker_aliases": worker_aliases}
+        return {
+            "worker_aliases": worker_aliases,
+            "mesh_input_problems": mesh_input_problems_filter,
+            "mesh_key_owner": mesh_key_owner,
+            "mesh_key_comment": mesh_key_comment,
+            "mesh_known_host_conflicts": mesh_known_host_conflicts,
+        }

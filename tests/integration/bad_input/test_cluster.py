@@ -118,6 +118,38 @@ CASES = [
         ("localhost:", "ssh_mesh_workers names nodee1, not hosts of the inventory", "use inventory names"),
     ),
     ClusterCase(
+        "mesh-address-with-a-newline",
+        "ssh_mesh",
+        cluster(
+            {"localhost": {**LOCAL, "ssh_mesh_address": "127.0.0.1"}},
+            {"node-b": {**LOCAL, "ssh_mesh_address": "127.0.0.2\n    ProxyCommand touch /tmp/amx-owned"}},
+        ),
+        {},
+        "localhost",
+        (
+            "localhost: ssh_mesh_address of node-b '127.0.0.2\\n    ProxyCommand touch /tmp/amx-owned' is neither an "
+            "IPv4 or IPv6 address nor a DNS host name",
+            "set it to the address the other nodes reach this node on",
+            "Nothing was changed on any node",
+        ),
+    ),
+    ClusterCase(
+        "mesh-user-with-a-newline",
+        "ssh_mesh",
+        cluster({"localhost": {**LOCAL, "ssh_mesh_address": "127.0.0.1"}}, {"node-b": dict(LOCAL)}),
+        {"ssh_mesh_user": "root\nHost *"},
+        "localhost",
+        ("localhost: ssh_mesh_user of localhost 'root\\nHost *' is not a user name", "the account that runs MPI"),
+    ),
+    ClusterCase(
+        "mesh-key-name-outside-ssh",
+        "ssh_mesh",
+        cluster({"localhost": {**LOCAL, "ssh_mesh_address": "127.0.0.1"}}, {"node-b": dict(LOCAL)}),
+        {"ssh_mesh_key_name": "../.bashrc"},
+        "localhost",
+        ("localhost: ssh_mesh_key_name of localhost '../.bashrc' is not a file name", "such as cluster"),
+    ),
+    ClusterCase(
         "mesh-unreachable-worker",
         "ssh_mesh",
         cluster({"localhost": dict(LOCAL)}, {"node-gone": UNREACHABLE}),

@@ -48,6 +48,30 @@ CASES = [
         id="malformed-cidr",
     ),
     pytest.param(
+        {"ec2_cluster_admin_cidr": "1.0.0.0/8"},
+        None,
+        ["ec2_cluster_admin_cidr 1.0.0.0/8 opens SSH to a large part of the internet", "ec2_cluster_allow_open_world"],
+        id="wide-ipv4-cidr-without-opt-in",
+    ),
+    pytest.param(
+        {"ec2_cluster_admin_cidr": "2001:db8::/32"},
+        None,
+        ["ec2_cluster_admin_cidr 2001:db8::/32 opens SSH to a large part of the internet", "/48"],
+        id="wide-ipv6-cidr-without-opt-in",
+    ),
+    pytest.param(
+        {"ec2_cluster_admin_cidr": "10.0.0.1/24"},
+        None,
+        ["'10.0.0.1/24' has host bits set", "write 10.0.0.0/24", "10.0.0.1/32"],
+        id="cidr-with-host-bits",
+    ),
+    pytest.param(
+        {"ec2_cluster_admin_cidr": "203.0.113.7/0"},
+        None,
+        ["'203.0.113.7/0' has host bits set", "0.0.0.0/0"],
+        id="open-world-cidr-in-disguise",
+    ),
+    pytest.param(
         {"ec2_cluster_region": "eu-nowhere-9"},
         None,
         ["AWS did not answer in region eu-nowhere-9", "aws ec2 describe-regions"],

@@ -1,0 +1,153 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+import pytest
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.amx.cluster.plugins.filter.mesh import (
+    mesh_input_problems_filter,
+    mesh_key_comment,
+    mesh_known_host_conflicts,
+)
+from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
+    address_problem,
+    key_name_problem,
+    key_owner,
+    known_host_conflict,
+    user_problem,
+)
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["10.0.0.11", "192.0.2.7", "2001:db8::7", "::1", "fe80::1", "ip-10-0-0-11.ec2.internal", "node1", "a.b.", "x-1"],
+)
+def test_addresses_and_host_names_pass(address):
+    assert address_problem(address) is None
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "",
+        None,
+        7,
+        "10.0.0.11\n    ProxyCommand sh -c 'touch /tmp/owned'",
+        "10.0.0.11 ProxyCommand x",
+        "10.0.0.11#x",
+        "node1\tUser root",
+        "-oProxyCommand=x",
+        "10.0.0.300",
+        "10.0.0",
+        "host_name",
+        "bad-.example.com",
+        "a..b",
+        "a" * 64,
+        "%h",
+        "[::1]",
+        "node1/22",
+    ],
+)
+def test_anything_else_is_refused(address):
+    assert address_problem(address)
+
+
+@pytest.mark.parametrize("user", ["amx", "ubuntu", "ec2-user", "_svc", "a.b", "x" * 32])
+def test_user_names_pass(user):
+    assert user_problem(user) is None
+
+
+@pytest.mark.parametrize("user", ["", None, "amx\nHost *", "a b", "1amx", "-amx", "x" * 33, "root#", "amx\n"])
+def test_bad_user_names_are_refused(user):
+    assert user_problem(user)
+
+
+@pytest.mark.parametrize("name", ["cluster", "id_cluster", "amx-cluster.2", "id_ed25519"])
+def test_key_names_pass(name):
+    assert key_name_problem(name) is None
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        *("", None, "../id_ed25519", "a/b", ".hidden", "-f", "key name", "k\nIdentityFile x", "cluster\n"),
+        *("cluster.pub", "config", "authorized_keys", "known_hosts", "..", "x" * 65),
+    ],
+)
+def test_bad_key_names_are_refused(name):
+    assert key_name_problem(name)
+
+
+def test_the_filter_names_host_variable_and_value():
+    problems = mesh_input_problems_filter(
+        {"m": "10.0.0.1", "w1": "10.0.0.2\nProxyCommand x"}, {"m": "amx", "w1": "amx"}, {"m": "../k", "w1": "c"}
+    )
+    assert len(problems) == 2
+    assert problems[0].startswith("ssh_mesh_key_name of m '../k' is not a file name")
+    assert problems[1].startswith("ssh_mesh_address of w1 '10.0.0.2\\nProxyCommand x' is neither")
+    assert "set it to the address the other nodes reach this node on" in problems[1]
+    assert mesh_input_problems_filter({"m": "10.0.0.1"}, {"m": "amx"}, {"m": "cluster"}) == []
+    with pytest.raises(AnsibleFilterError, match="mesh_input_problems"):
+        mesh_input_problems_filter(["10.0.0.1"])
+
+
+def test_a_key_the_role_made_is_its_own():
+    comment = mesh_key_comment("cluster", "master")
+    assert comment == "amx.cluster-ssh_mesh:cluster@master"
+    assert key_owner(True, f"ssh-ed25519 AAAAC3 {comment}\n", "cluster", "master") == {"owner": "ours", "reason": None}
+    # The key an earlier version made (its comment <name>@<master>) is its own too.
+    assert key_owner(True, "ssh-ed25519 AAAAC3 cluster@master", "cluster", "master")["owner"] == "ours"
+    assert key_owner(False, None, "cluster", "master") == {"owner": "absent", "reason": None}
+
+
+@pytest.mark.parametrize(
+    ("private", "public", "reason"),
+    [
+        (True, "ssh-ed25519 AAAAC3 alice@laptop", "does not carry the comment"),
+        (True, "ssh-ed25519 AAAAC3", "does not carry the comment"),
+        (True, "ssh-ed25519 AAAAC3 cluster@other-master", "does not carry the comment"),
+        (True, "ssh-ed25519 AAAAC3 xamx.cluster-ssh_mesh:cluster@master", "does not carry the comment"),
+        (True, "", "does not carry the comment"),
+        (True, None, "no public key beside it"),
+        (False, "ssh-ed25519 AAAAC3 amx.cluster-ssh_mesh:cluster@master", "only its public key"),
+    ],
+)
+def test_any_other_key_is_foreign(private, public, reason):
+    result = key_owner(private, public, "cluster", "master")
+    assert result["owner"] == "foreign"
+    assert reason in result["reason"]
+
+
+KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIOwn"
+FOUND = "# Host 10.0.0.2 found: line {n}\n{line}\n"
+
+
+@pytest.mark.parametrize(
+    ("found", "conflict"),
+    [
+        ("", False),
+        (FOUND.format(n=1, line=f"|1|salt=|hash= ssh-ed25519 {KEY}"), False),  # the same key: nothing to replace
+        (FOUND.format(n=1, line=f"10.0.0.2 ssh-ed25519 {KEY} comment"), False),
+        (FOUND.format(n=3, line="10.0.0.2 ssh-rsa AAAAB3Nza"), False),  # another type: the module adds beside it
+        (FOUND.format(n=1, line="|1|salt=|hash= ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOther"), True),
+        (
+            FOUND.format(n=1, line=f"10.0.0.2 ssh-ed25519 {KEY}")
+            + FOUND.format(n=2, line="10.0.0.2 ssh-ed25519 AAAAX"),
+            True,
+        ),
+        (FOUND.format(n=1, line="@cert-authority 10.0.0.2 ssh-ed25519 AAAAX"), False),
+        (FOUND.format(n=1, line="@revoked 10.0.0.2 ssh-ed25519 AAAAX"), False),
+    ],
+)
+def test_another_pinned_key_for_the_address_is_a_conflict(found, conflict):
+    assert known_host_conflict(found, KEY + "\n") is conflict
+
+
+def test_the_filter_names_the_nodes_in_conflict():
+    results = [
+        {"item": "m", "rc": 1, "stdout": ""},
+        {"item": "w1", "rc": 0, "stdout": f"w1 ssh-ed25519 {KEY}"},
+        {"item": "w2", "rc": 0, "stdout": "w2 ssh-ed25519 AAAAX"},
+        {"item": "w3", "rc": 255, "stdout": "w3 ssh-ed25519 AAAAX"},
+    ]
+    assert mesh_known_host_conflicts(results, {"m": KEY, "w1": KEY, "w2": KEY, "w3": KEY}) == ["w2"]
+    with pytest.raises(AnsibleFilterError, match="mesh_known_host_conflicts"):
+        mesh_known_host_conflicts("w2", {})
