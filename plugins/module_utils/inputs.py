@@ -117,7 +117,7 @@ def folder_problems(
         if path is None or path == "":
             continue
         if not isinstance(path, str):
-            problems.append(f"{name} must be a path (a string), got a {type(path).__name__}")
+            problems.append(f"{name} must be a path (a string), got a {kind(path)}")
             continue
         if absolute and not path.startswith("/"):
             problems.append(f"{name} is {path!r}, not an absolute path")
@@ -134,6 +134,18 @@ def folder_problems(
     return problems
 
 
+def kind(value: Any) -> str:
+    """The kind of a value in YAML's words (Ansible hands over its own subclasses of list, dict and str)."""
+    if value is None:
+        return "null"
+    for name, types in (("bool", bool), ("str", str), ("int", int), ("float", float), ("mapping", Mapping)):
+        if isinstance(value, types):
+            return name
+    if isinstance(value, (list, tuple, set)):
+        return "list"
+    return type(value).__name__
+
+
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
@@ -142,7 +154,7 @@ def _bound(problems: List[str], name: str, value: Any, low: float, integer: bool
     if value is None or value in allow:
         return
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        problems.append(f"{name} must be a number, got {type(value).__name__}")
+        problems.append(f"{name} must be a number, got {kind(value)}")
         return
     try:
         number = float(value)
@@ -160,7 +172,7 @@ def _string_list(problems: List[str], name: str, value: Any, required: bool = Fa
         return
     if isinstance(value, str) or not isinstance(value, (list, tuple)):
         problems.append(
-            f"{name} must be a list of strings (one item per argument), got a {type(value).__name__}"
+            f"{name} must be a list of strings (one item per argument), got a {kind(value)}"
             + (": write it as a YAML list, such as ['--seed', '1']" if isinstance(value, str) else "")
         )
         return
@@ -195,7 +207,7 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
     if env is not None:
         if not isinstance(env, Mapping):
             problems.append(
-                f"train_extra_env must be a mapping of variable names to values, got a {type(env).__name__}"
+                f"train_extra_env must be a mapping of variable names to values, got a {kind(env)}"
             )
         else:
             for name, value in env.items():
@@ -209,13 +221,13 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
                     continue
                 if not _is_scalar(value):
                     problems.append(
-                        f"train_extra_env's {name} must be a string or a number, got a {type(value).__name__}"
+                        f"train_extra_env's {name} must be a string or a number, got a {kind(value)}"
                     )
     secret = inputs.get("train_secret_env")
     if secret is not None:
         if not isinstance(secret, Mapping):
             problems.append(
-                f"train_secret_env must be a mapping of variable names to values, got a {type(secret).__name__}"
+                f"train_secret_env must be a mapping of variable names to values, got a {kind(secret)}"
             )
         else:
             for name, value in secret.items():
@@ -229,7 +241,7 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
                     continue
                 # The value is a secret: its type may be named, never the value.
                 if not _is_scalar(value):
-                    problems.append(f"train_secret_env's {name} must be a string, got a {type(value).__name__}")
+                    problems.append(f"train_secret_env's {name} must be a string, got a {kind(value)}")
             clash = sorted(set(map(str, secret)) & set(map(str, env))) if isinstance(env, Mapping) else []
             if clash:
                 problems.append(f"{', '.join(clash)} is in both train_extra_env and train_secret_env: keep it in one")
@@ -241,11 +253,11 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
     for name in ("train_bf16", "train_prepend_rank", "train_rerun", "train_preload_tcmalloc", "train_fetch_results"):
         value = inputs.get(name)
         if value is not None and not isinstance(value, (bool, str, int)):
-            problems.append(f"{name} must be true or false, got a {type(value).__name__}")
+            problems.append(f"{name} must be true or false, got a {kind(value)}")
     for name in ("train_kmp_hw_subset", "train_master_addr", "train_launcher", "train_python", "train_script_path"):
         value = inputs.get(name)
         if value is not None and not isinstance(value, (str, int, float)):
-            problems.append(f"{name} must be a string, got a {type(value).__name__}")
+            problems.append(f"{name} must be a string, got a {kind(value)}")
     _bound(problems, "train_epochs", inputs.get("train_epochs"), 1e-9, integer=False)
     _bound(problems, "train_learning_rate", inputs.get("train_learning_rate"), 1e-12, integer=False)
     for name in ("train_batch_size", "train_logging_steps", "train_doc_stride"):

@@ -197,3 +197,17 @@ def test_the_filters_wrap_the_functions():
     assert hostfile_problems_filter("localhost\n", ["localhost"])["ok"]
     with pytest.raises(AnsibleFilterError, match=r"amx\.cluster\.folder_problems"):
         folder_problems_filter(None)
+
+
+def test_ansible_subclasses_are_named_as_yaml_kinds():
+    class LazyList(list):
+        pass
+
+    class LazyDict(dict):
+        pass
+
+    problems = launch_problems({"train_extra_env": {"A": LazyList(["x"])}, "train_extra_args": LazyDict()})
+    assert problems == [
+        "train_extra_env's A must be a string or a number, got a list",
+        "train_extra_args must be a list of strings (one item per argument), got a mapping",
+    ]
