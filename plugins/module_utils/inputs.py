@@ -206,9 +206,7 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
     env = inputs.get("train_extra_env")
     if env is not None:
         if not isinstance(env, Mapping):
-            problems.append(
-                f"train_extra_env must be a mapping of variable names to values, got a {kind(env)}"
-            )
+            problems.append(f"train_extra_env must be a mapping of variable names to values, got a {kind(env)}")
         else:
             for name, value in env.items():
                 try:
@@ -220,15 +218,11 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
                     )
                     continue
                 if not _is_scalar(value):
-                    problems.append(
-                        f"train_extra_env's {name} must be a string or a number, got a {kind(value)}"
-                    )
+                    problems.append(f"train_extra_env's {name} must be a string or a number, got a {kind(value)}")
     secret = inputs.get("train_secret_env")
     if secret is not None:
         if not isinstance(secret, Mapping):
-            problems.append(
-                f"train_secret_env must be a mapping of variable names to values, got a {kind(secret)}"
-            )
+            problems.append(f"train_secret_env must be a mapping of variable names to values, got a {kind(secret)}")
         else:
             for name, value in secret.items():
                 try:
