@@ -76,7 +76,7 @@ class ActionModule(ActionBase):
 
     # ------------------------------------------------------------------------- remote calls
 
-    def _agent(self, command: str, cfg: Dict[str, Any], in_data: Optional[str] = None) -> Dict[str, Any]:
+    def _agent(self, command: str, cfg: Dict[str, Any], in_data: Optional[bytes] = None) -> Dict[str, Any]:
         argv = [self._python, self._agent_path, command, json.dumps(cfg, sort_keys=True)]
         done = self._low_level_execute_command(
             " ".join(shlex.quote(part) for part in argv), sudoable=True, in_data=in_data
@@ -95,7 +95,7 @@ class ActionModule(ActionBase):
         with open(train_agent.__file__, "rb") as handle:
             source = handle.read()
         code = (
-            "import base64, os, sys; os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
+            "import base64, os, sys; os.umask(0o077); os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
             "tmp = sys.argv[1] + '.tmp'; open(tmp, 'wb').write(base64.b64decode(sys.argv[2])); "
             "os.replace(tmp, sys.argv[1])"
         )
@@ -168,7 +168,7 @@ class ActionModule(ActionBase):
         begun = self._agent(
             "start",
             dict(cfg, secrets_on_stdin=bool(secrets)),
-            in_data=json.dumps(secrets) if secrets else None,
+            in_data=json.dumps(secrets).encode("utf-8") if secrets else None,
         )
         state = begun.get("state")
         if state == "error":
