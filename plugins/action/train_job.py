@@ -64,6 +64,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
         "elements": "str",
         "default": ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"],
     },
+    "secret_env": {"type": "dict", "default": {}, "no_log": True},
     "connection_retries": {"type": "int", "default": 12},
     "output_lines": {"type": "int", "default": 200},
 }
@@ -76,9 +77,11 @@ class ActionModule(ActionBase):
 
     # ------------------------------------------------------------------------- remote calls
 
-    def _agent(self, command: str, cfg: Dict[str, Any]) -> Dict[str, Any]:
+    def _agent(self, command: str, cfg: Dict[str, Any], in_data: Optional[bytes] = None) -> Dict[str, Any]:
         argv = [self._python, self._agent_path, command, json.dumps(cfg, sort_keys=True)]
-        done = self._low_level_execute_command(" ".join(shlex.quote(part) for part in argv), sudoable=True)
+        done = self._low_level_execute_command(
+            " ".join(shlex.quote(part) for part in argv), sudoable=True, in_data=in_data
+        )
         lines = [line for line in done.get("stdout", "").splitlines() if line.startswith("{")]
         if done.get("rc") != 0 or not lines:
             raise AnsibleActionFail(
@@ -93,7 +96,7 @@ class ActionModule(ActionBase):
         with open(train_agent.__file__, "rb") as handle:
             source = handle.read()
         code = (
-            "import base64, os, sys; os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
+            "import base64, os, sys; os.umask(0o077); os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
             "tmp = sys.argv[1] + '.tmp'; open(tmp, 'wb').write(base64.b64decode(sys.argv[2])); "
             "os.replace(tmp, sys.argv[1])"
         )
@@ -161,7 +164,13 @@ class ActionModule(ActionBase):
             )
 
         self._install_agent()
-        begun = self._agent("start", cfg)
+        # The secret variables travel on the agent's standard input (not its command line, not a file).
+        secrets = {str(name): str(value) for name, value in (args["secret_env"] or {}).items()}
+        begun = self._agent(
+            "start",
+            dict(cfg, secrets_on_stdin=bool(secrets)),
+            in_data=json.dumps(secrets).encode("utf-8") if secrets else None,
+        )
         state = begun.get("state")
         if state == "error":
             raise AnsibleActionFail(f"{self._label} on {self._host}: {begun.get('error')}")

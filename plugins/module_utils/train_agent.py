@@ -12,7 +12,9 @@ Python 3.8+, nothing imported from the collection.
 Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on stdout):
 
 ``start``   start the launch script detached from the caller: a forked supervisor in a session of its
-            own (``setsid``, standard streams on /dev/null) runs ``bash SCRIPT`` in a further session,
+            own (``setsid``, standard streams on /dev/null) runs ``bash SCRIPT`` in a further session
+            (with ``secrets_on_stdin``, the job's secret variables, a JSON object read from standard input,
+            added to its environment and written nowhere),
             so a dropped SSH connection or an interrupted Ansible leaves the run going. It never
             starts a run twice: it attaches to a live supervisor, or reports the result of a finished
             one (unless ``rerun``).
@@ -307,13 +309,24 @@ def supervisor_alive(cfg: Dict[str, Any]) -> bool:
         return False
 
 
-def supervise(cfg: Dict[str, Any]) -> int:
+def read_secrets(stream: Any) -> Dict[str, str]:
+    """The secret variables of a job, as one JSON object on `stream` (the agent's standard input): never on the
+    command line (visible to every user in ps) nor in a file."""
+    data = json.loads(stream.read() or "{}")
+    if not isinstance(data, dict):
+        raise ValueError("the secret variables must be a JSON object")
+    return {str(name): str(value) for name, value in data.items()}
+
+
+def supervise(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> int:
     files = paths(cfg)
     started = time.time()
     info: Dict[str, Any] = {"pid": os.getpid(), "started": started, "script": cfg["script"]}
     write_json(files["supervisor"], info)
     timeout = float(cfg.get("timeout") or 0)
     env = dict(os.environ)
+    # Secret variables reach the launcher (and through it every rank) in its environment only.
+    env.update(secrets or {})
     env[JOB_VAR] = cfg["job"]
     with open(files["log"], "ab") as log:
         proc = subprocess.Popen(
@@ -365,7 +378,7 @@ def supervise(cfg: Dict[str, Any]) -> int:
 # ----------------------------------------------------------------------------- commands
 
 
-def start(cfg: Dict[str, Any]) -> Dict[str, Any]:
+def start(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     files = paths(cfg)
     os.makedirs(cfg["state_dir"], exist_ok=True)
     if supervisor_alive(cfg):
@@ -393,7 +406,7 @@ def start(cfg: Dict[str, Any]) -> Dict[str, Any]:
             devnull = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(devnull, fd)
-            code = supervise(cfg)
+            code = supervise(cfg, secrets)
         except BaseException as error:  # a supervisor that cannot run says why in the result
             with contextlib.suppress(OSError):
                 write_json(files["result"], {"rc": None, "error": f"supervisor failed: {error!r}"})
@@ -430,8 +443,10 @@ def main(argv: List[str]) -> int:
         answer_line({"error": "usage: train_agent.py start|status|final|scan|sweep JSON"})
         return 2
     cfg = json.loads(argv[1])
+    # What the run writes (state, logs, the job's own output) is its user's alone: the launch may hold secrets.
+    os.umask(0o077)
     if argv[0] == "start":
-        answer = start(cfg)
+        answer = start(cfg, read_secrets(sys.stdin) if cfg.get("secrets_on_stdin") else None)
     elif argv[0] == "status":
         answer = status(cfg)
     elif argv[0] == "final":

@@ -99,6 +99,13 @@ options:
     type: list
     elements: str
     default: ["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]
+  secret_env:
+    description:
+      - Secret variables for the job, as name and value. They reach the launcher's environment (and through a Hydra
+        launcher every rank's) on the agent's standard input: never on a command line, in a file of the run, in the
+        task's result or in a log, unless the job itself prints them.
+    type: dict
+    default: {}
   connection_retries:
     description: Looks in a row that may fail (a flaky connection) before the task gives up following the job.
     type: int

@@ -222,6 +222,42 @@ CASES = [
         ("hf-checkout-path-relative: hf_examples_dir is 'transformers', not an absolute path", "set it to a full path"),
     ),
     Case(
+        "venv-a-system-folder",
+        "torch_stack",
+        {"torch_stack_venv": "/opt"},
+        ("venv-a-system-folder: torch_stack_venv is '/opt', a system folder", "set it to a folder of its own"),
+    ),
+    Case(
+        "venv-a-link-to-a-system-folder",
+        "torch_stack",
+        {"torch_stack_venv": "@/venv-link"},
+        ("torch_stack_venv is '", "venv-link', a link to '/usr', a system folder", "Set torch_stack_venv to a folder"),
+    ),
+    Case(
+        "node-wheelhouse-a-system-folder",
+        "torch_stack",
+        {"torch_stack_node_wheelhouse": "/var/tmp/"},
+        ("node-wheelhouse-a-system-folder: torch_stack_node_wheelhouse is '/var/tmp/', a system folder",),
+    ),
+    Case(
+        "controller-cache-a-system-folder",
+        "torch_stack",
+        {"torch_stack_controller_cache": "/usr"},
+        ("controller-cache-a-system-folder: torch_stack_controller_cache is '/usr', a system folder",),
+    ),
+    Case(
+        "hf-checkout-a-system-folder",
+        "hf_examples",
+        {"hf_examples_dir": "/usr/local"},
+        ("hf-checkout-a-system-folder: hf_examples_dir is '/usr/local', a system folder", "a folder of its own"),
+    ),
+    Case(
+        "hf-node-wheelhouse-a-system-folder",
+        "hf_examples",
+        {"hf_examples_node_wheelhouse": "/var/cache"},
+        ("hf-node-wheelhouse-a-system-folder: hf_examples_node_wheelhouse is '/var/cache', a system folder",),
+    ),
+    Case(
         "hostfile-slots-negative",
         "mpi_hostfile",
         {"mpi_hostfile_slots": -2},
@@ -266,6 +302,8 @@ CASES = [
     ),
 ]
 
+# Symbolic links a case needs in its folder before the run: case id -> (name, target).
+LINKS = {"venv-a-link-to-a-system-folder": ("venv-link", "/usr")}
 IN_THIS_RUN = [case for case in CASES if not (case.id == "no-amx-on-this-cpu" and HAS_AMX)]
 
 
@@ -283,7 +321,10 @@ def host_vars(case: Case, folder: pathlib.Path, source_repo: pathlib.Path) -> di
         )
     if case.role == "mpi_hostfile":
         values.update(mpi_hostfile_master=case.id, mpi_hostfile_workers=[])
-    values.update(case.bad)
+    # "@" stands for the case's folder (a symbolic link made there, see LINKS).
+    values.update(
+        {k: str(folder) + v[1:] if isinstance(v, str) and v.startswith("@") else v for k, v in case.bad.items()}
+    )
     return values
 
 
@@ -294,6 +335,8 @@ def batch(tmp_path_factory, source_repo):
     hosts = {}
     for case in IN_THIS_RUN:
         (folder / "cases" / case.id).mkdir(parents=True)
+        if case.id in LINKS:
+            (folder / "cases" / case.id / LINKS[case.id][0]).symlink_to(LINKS[case.id][1])
         hosts[case.id] = host_vars(case, folder / "cases" / case.id, source_repo)
     first = next(iter(hosts))
     inventory = cluster({first: hosts.pop(first)}, hosts)

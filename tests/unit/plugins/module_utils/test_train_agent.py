@@ -3,6 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The run agent of amx.cluster.train_job (module_utils/train_agent.py), on real processes of this machine."""
 
+import hashlib
 import json
 import os
 import subprocess
@@ -206,3 +207,36 @@ def test_usage():
     done = subprocess.run([sys.executable, AGENT, "nonsense"], capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert "usage" in json.loads(done.stdout)["error"]
+
+
+def test_secret_variables_reach_the_launcher_from_stdin_and_are_written_nowhere(run):
+    marker = "s3cret-" + uuid.uuid4().hex
+    # The launcher proves it sees the value by a digest of it; the value itself must not land in any file.
+    write_script(run, 'printf "%s" "$AMX_TEST_SECRET" | sha256sum > seen.txt\n')
+    cfg = dict(run, secrets_on_stdin=True)
+    done = subprocess.run(
+        [sys.executable, AGENT, "start", json.dumps(cfg)],
+        input=json.dumps({"AMX_TEST_SECRET": marker}),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert marker not in done.stdout + done.stderr
+    assert wait_for_result(run)["rc"] == 0
+
+    with open(os.path.join(run["run_dir"], "seen.txt")) as handle:
+        seen = handle.read().split()[0]
+    assert seen == hashlib.sha256(marker.encode()).hexdigest()
+    for folder, _dirs, files in os.walk(run["run_dir"]):
+        for name in files:
+            with open(os.path.join(folder, name), "rb") as handle:
+                assert marker.encode() not in handle.read(), os.path.join(folder, name)
+
+
+def test_without_secrets_on_stdin_the_launcher_gets_none(run):
+    write_script(run, 'printf "[%s]" "${AMX_TEST_SECRET:-}" > seen.txt\n')
+    agent("start", run)
+    assert wait_for_result(run)["rc"] == 0
+    with open(os.path.join(run["run_dir"], "seen.txt")) as handle:
+        assert handle.read() == "[]"
