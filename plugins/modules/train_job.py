@@ -102,7 +102,7 @@ options:
   secret_env:
     description:
       - Secret variables for the job, as name and value. They reach the launcher's environment (and through a Hydra
-        launcher every rank's) on the agent's standard input: never on a command line, in a file of the run, in the
+        launcher every rank's) on the agent's standard input, never on a command line, in a file of the run, in the
         task's result or in a log, unless the job itself prints them.
     type: dict
     default: {}
