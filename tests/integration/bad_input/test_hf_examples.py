@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Bad input to amx.cluster.hf_examples that would run a command of the user's choosing: a repository URL or a ref
+"""Bad input to amx.cluster.hf_examples. Most would run a command of the user's choosing: a repository URL or a ref
 that git reads as an option (``--upload-pack=CMD``), or a transport that runs a command (``ext::``). Each is refused
 in the role's preflight, before any command, with the host, the variable and the fix; the command never runs (the
-file it would create is absent), in a normal run and under ``--check`` alike.
+file it would create is absent), in a normal run and under ``--check`` alike. The last is a stack that cannot run
+the example's script (a profile without ``evaluate`` for run_qa.py).
 
 As in test_node_roles.py, every case is a host of its own in ONE ansible-playbook run of playbooks/role.yml (one
 run per mode), with a folder of its own for every path variable.
@@ -48,6 +49,25 @@ CASES = [
         {"hf_examples_version": "--upload-pack=touch {marker}"},
         ("hf-ref-option: hf_examples_version '--upload-pack=touch", "starts with '-'", "set hf_examples_version"),
     ),
+    Case(
+        "hf-profile-lacks-evaluate",
+        "hf_examples",
+        {
+            # What torch_stack publishes for a profile whose overrides drop evaluate.
+            "torch_stack_profile": "native",
+            "torch_stack_venv_python": "/usr/bin/python3",
+            "torch_stack_packages": {
+                "torch": "2.13.0+cpu",
+                "transformers": "5.24.0",
+                "datasets": "5.2.0",
+                "numpy": "2.4.6",
+            },
+        },
+        (
+            "hf-profile-lacks-evaluate: run_qa.py (question-answering) imports evaluate, which profile 'native'",
+            "torch_stack_extra_packages: ['evaluate==VERSION']",
+        ),
+    ),
 ]
 
 
@@ -61,7 +81,7 @@ def batch_run(folder: pathlib.Path, source_repo: pathlib.Path, check: bool):
         (folder / "cases" / case.id).mkdir(parents=True)
         values = host_vars(case, folder / "cases" / case.id, source_repo)
         for name, value in case.bad.items():
-            values[name] = value.replace("{marker}", str(marker(folder, case)))
+            values[name] = value.replace("{marker}", str(marker(folder, case))) if isinstance(value, str) else value
         hosts[case.id] = values
     first = next(iter(hosts))
     inventory = cluster({first: hosts.pop(first)}, hosts)
@@ -76,7 +96,7 @@ def batch(request, tmp_path_factory, source_repo):
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_a_command_in_the_examples_input_is_refused_and_never_runs(batch, case):
+def test_bad_examples_input_is_refused_before_anything_runs(batch, case):
     folder, run, touched = batch
     mine = [path for path in touched if path.startswith(f"cases/{case.id}/") or not path.startswith("cases/")]
     expect = tuple(piece.replace("{marker}", str(marker(folder, case))) for piece in case.expect)

@@ -4,6 +4,9 @@ filter."""
 
 from __future__ import annotations
 
+import pytest
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.amx.cluster.plugins.filter.hf_examples import FilterModule
 
 FILTERS = FilterModule().filters()
@@ -13,3 +16,23 @@ def test_the_input_check_passes_through():
     check = FILTERS["hf_examples_input_problems"]
     assert check("file:///srv/transformers", "v1.0.0") == []
     assert "starts with '-'" in check("--upload-pack=x", "v1.0.0")[0]
+
+
+def test_every_filter_is_exported():
+    assert set(FILTERS) == {
+        "hf_examples_input_problems",
+        "hf_examples_indexes",
+        "hf_examples_download_spec",
+        "hf_examples_download_args",
+        "hf_examples_controller_command",
+        "hf_examples_controller_pip_problem",
+        "hf_examples_constraints",
+        "hf_examples_script_problems",
+    }
+
+
+def test_bad_input_names_the_filter():
+    with pytest.raises(
+        AnsibleFilterError, match=r"amx\.cluster\.hf_examples_controller_command: hf_examples_controller_pip"
+    ):
+        FILTERS["hf_examples_controller_command"](["/usr/bin/pip3"], "/r.py", "/m.json")
