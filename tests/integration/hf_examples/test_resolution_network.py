@@ -28,7 +28,7 @@ from standin_index import SimpleIndex, wheel
 from ansible_collections.amx.cluster.plugins.module_utils import examples as ex
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 # torch's own dependencies (names only: the real ones come from the package index).
 TORCH_DEPS = {

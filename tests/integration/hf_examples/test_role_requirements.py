@@ -27,7 +27,6 @@ from test_resolution_standins import build_standins, local_python
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
 
 VENV_BIN = REPO / ".venv" / "bin"
-RECAP_CHANGED = "changed="
 
 
 @pytest.fixture(scope="module")
@@ -66,12 +65,9 @@ def node_venv(setting, name: str) -> pathlib.Path:
     return venv
 
 
-def run_role(setting, venv: pathlib.Path, mode: str) -> subprocess.CompletedProcess:
-    folder = venv.parent / f"{venv.name}-run"
-    folder.mkdir(exist_ok=True)
-    playbook = folder / "play.yml"
-    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - role: amx.cluster.hf_examples\n")
-    host = {
+def host_vars(setting, venv: pathlib.Path, mode: str) -> dict:
+    folder = setting["top"] / f"{venv.name}-paths"
+    return {
         "ansible_connection": "local",
         "ansible_python_interpreter": str(VENV_BIN / "python"),
         "hf_examples_repo_url": f"file://{setting['repo']}",
@@ -90,8 +86,14 @@ def run_role(setting, venv: pathlib.Path, mode: str) -> subprocess.CompletedProc
             "find_links": [],
         },
     }
+
+
+def run_role(setting, hosts: dict) -> subprocess.CompletedProcess:
+    folder = setting["top"]
+    playbook = folder / "play.yml"
+    playbook.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - role: amx.cluster.hf_examples\n")
     inventory = folder / "inventory.json"
-    inventory.write_text(json.dumps({"all": {"hosts": {"node": host}}}))
+    inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
     env = pip_env(folder)
     env.update(
         PATH=f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}",
@@ -117,20 +119,29 @@ def installed(venv: pathlib.Path, env: dict) -> dict:
     return sp.parse_freeze(out.stdout)
 
 
-@pytest.mark.parametrize("mode", ["wheelhouse", "direct"])
-def test_the_role_installs_the_requirements_for_the_nodes_python(setting, mode):
-    venv = node_venv(setting, f"venv-{mode}")
-    first = run_role(setting, venv, mode)
+@pytest.fixture(scope="module")
+def runs(setting):
+    """One node per install mode (both this machine), the role run twice on both."""
+    venvs = {mode: node_venv(setting, f"venv-{mode}") for mode in MODES}
+    hosts = {f"node-{mode}": host_vars(setting, venv, mode) for mode, venv in venvs.items()}
+    return venvs, run_role(setting, hosts), run_role(setting, hosts)
+
+
+MODES = ["wheelhouse", "direct"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_role_installs_the_requirements_for_the_nodes_python(setting, runs, mode):
+    venvs, first, second = runs
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
-    packages = installed(venv, pip_env(setting["top"]))
+    packages = installed(venvs[mode], pip_env(setting["top"]))
     assert packages["torch"] == "1.13.0+cpu", "the install moved the stack's torch"
     assert packages["accelerate"] == "0.15.0", "not the newest accelerate that takes torch 1.13"
     # The node (Python 3.8) needs these through markers the controller (Python 3.11) does not match.
     assert packages.get("importlib-metadata") == "6.7.0", packages
     assert packages.get("tomli") == "2.0.1", packages
     assert {"datasets", "evaluate", "numpy"} <= set(packages)
-    second = run_role(setting, venv, mode)
     assert second.returncode == 0, second.stdout[-6000:]
-    recap = [line for line in second.stdout.splitlines() if line.startswith("node ")]
+    recap = [line for line in second.stdout.splitlines() if line.startswith(f"node-{mode} ")]
     assert recap and "changed=0" in recap[-1], second.stdout[-3000:]
     assert sys.version_info[:2] != (3, 8), "the controller must not be the node's Python for this test to mean much"
