@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The admin CIDR of the cluster's security group: parsed, refused when malformed or not written in its canonical
 form, and refused when it opens SSH to a large part of the internet without the opt-in.

@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Checks of user input that every role runs before its first change: folders, launch inputs, the MPI hostfile.
 
@@ -14,6 +16,8 @@ the variable and what is wrong, and never quote the content of a file. An empty 
 """
 
 from __future__ import annotations
+
+import math
 
 import posixpath
 import re
@@ -163,7 +167,7 @@ def _bound(problems: List[str], name: str, value: Any, low: float, integer: bool
         return
     if integer and number != int(number):
         problems.append(f"{name} must be a whole number, got {value}")
-    elif number < low or number != number or number in (float("inf"), float("-inf")):
+    elif number < low or math.isnan(number) or math.isinf(number):
         problems.append(f"{name} must be at least {low:g}, got {value}")
 
 

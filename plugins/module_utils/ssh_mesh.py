@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What ssh_mesh checks before it changes anything: the values that reach the SSH files it writes (addresses, user
 names, key names), and whether the key pair at ~/.ssh/<ssh_mesh_key_name> is one it made.

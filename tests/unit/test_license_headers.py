@@ -11,8 +11,8 @@ after its shebang or cloud-config line if it has one. The project's header is th
     # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
     # SPDX-License-Identifier: GPL-3.0-or-later
 
-The SPDX line alone is enough (a new file may carry just that); a copyright or license line of another form, or
-another license's name in the header, is not. Jinja templates carry the lines as Jinja comments, ``{# ... #}``,
+Every source file starts with the same three lines (a copyright or license line of another form, or
+another license's name in the header, fails). Jinja templates carry the lines as Jinja comments, ``{# ... #}``,
 which render to nothing. Source files: *.py, *.sh, *.j2, Makefile, and any text file that starts with a shebang.
 Every role's meta/main.yml says ``license: GPL-3.0-or-later``; YAML files carry no header.
 """
@@ -136,6 +136,9 @@ def header_problems(root: pathlib.Path, name: str) -> list[str]:
             words.setdefault(match.group(0).lower(), match.group(0))
     if words:
         problems.append(f"names another license in its header: {', '.join(sorted(words.values()))}")
+    if not problems and header[: len(HEADER)] != list(HEADER):
+        # One form everywhere; ansible-test's validate-modules also wants the GPL line in every module.
+        problems.append(f"does not start with the project's header lines {list(HEADER)}")
     return problems
 
 
@@ -206,6 +209,7 @@ def _tree(root: pathlib.Path, files: dict[str, str]) -> None:
         (GOOD_PY.replace("(see COPYING or ", "(see "), "has a license line of another form"),
         (GOOD_PY.replace("(see COPYING", "(MIT, see COPYING"), "names another license in its header: MIT"),
         ('"""Doc."""\n# ' + "\n# ".join(HEADER) + "\n", "has no SPDX line"),
+        (f"#!/bin/sh\n# SPDX-License-Identifier: {LICENSE}\necho\n", "does not start with the project's header lines"),
     ],
 )
 def test_a_bad_header_is_named(tmp_path, text, wanted):
@@ -219,7 +223,6 @@ def test_good_headers_and_metas_pass(tmp_path):
         tmp_path,
         {
             "plugins/modules/m.py": GOOD_PY,
-            "tools/spdx_only.sh": f"#!/bin/sh\n# SPDX-License-Identifier: {LICENSE}\n# What it does.\necho\n",
             "roles/r/templates/t.yml.j2": GOOD_J2,
             "roles/r/meta/main.yml": GOOD_META,
             "roles/r/tasks/main.yml": "---\n- name: No header in YAML\n",

@@ -99,7 +99,7 @@ def node_paths(folder: pathlib.Path) -> Dict[str, Any]:
         "tcmalloc_install": False,
         "torch_stack_profile": "native",
         # torch and transformers are all the training preflight needs; fewer imports, faster runs.
-        "torch_stack_overrides": {"accelerate": None, "datasets": None, "tokenizers": None},
+        "torch_stack_overrides": {"accelerate": None, "datasets": None, "evaluate": None, "tokenizers": None},
         "torch_stack_extra_index_urls": [],
         "torch_stack_install_os_packages": False,
         "torch_stack_install_mode": "direct",

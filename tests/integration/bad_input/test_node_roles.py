@@ -30,7 +30,7 @@ from net import free_port
 
 CLOSED_PORT = free_port()
 HAS_AMX = "amx_tile" in pathlib.Path("/proc/cpuinfo").read_text()
-NATIVE_WITHOUT_EXTRAS = {"accelerate": None, "datasets": None, "tokenizers": None}
+NATIVE_WITHOUT_EXTRAS = {"accelerate": None, "datasets": None, "evaluate": None, "tokenizers": None}
 
 CASES = [
     Case(

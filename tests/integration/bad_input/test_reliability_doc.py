@@ -1,14 +1,15 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""docs/RELIABILITY.md lists every bad-input test, by the short names its tables use (N[id], C[id], T[id], E[id]
-and function names): a case added without its row in the table fails here."""
+"""docs/RELIABILITY.md lists every bad-input test, by the short names its tables use (N[id], C[id], T[id], H[id],
+E[id] and function names): a case added without its row in the table fails here."""
 
 from __future__ import annotations
 
 import re
 
 import test_cluster
+import test_hf_examples
 import test_node_roles
 import test_train
 from bad_input_helpers import REPO
@@ -21,6 +22,7 @@ def expected_names() -> list:
     names = [f"N[{case.id}]" for case in test_node_roles.CASES]
     names += [f"C[{case.id}]" for case in test_cluster.CASES]
     names += [f"T[{param.id}]" for param in test_train.CASES]
+    names += [f"H[{case.id}]" for case in test_hf_examples.CASES]
     ec2 = EC2_TESTS.read_text()
     names += [f"E[{case_id}]" for case_id in re.findall(r'id="([^"]+)"', ec2)]
     names += [name for name in re.findall(r"^def (test_\w+)", ec2, re.MULTILINE) if "fails_before" not in name]

@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """ssh_mesh and the files of ~/.ssh it did not write, and --check on a fresh node.
 
@@ -23,7 +25,7 @@ SSH = pathlib.Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh"
 HAS_HOST_KEY = pathlib.Path("/etc/ssh/ssh_host_ed25519_key.pub").exists()
 MADE_UP_HOST_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHN0YW5kLWluIGZvciBhIGhvc3Qga2V5IG9mIHRoZSB0ZXN0cw"
 OTHER_HOST_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIGFub3RoZXIgbWFjaGluZSdzIGtleSBhdCB0aGF0IGFkZHJlc3M"
-HAS_TCMALLOC = "libtcmalloc.so" in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+HAS_TCMALLOC = "libtcmalloc.so" in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
 
 
 def mesh_inventory(folder: pathlib.Path, role: str = "ssh_mesh") -> dict:

@@ -245,7 +245,7 @@ def test_resize_acts_on_the_nodes_that_exist_and_the_size_lasts(ec2, playbook, i
         master = cluster_instances(ec2)[f"{CLUSTER}-master"]
         return {t["Key"]: t["Value"] for t in master["Tags"]}.get("amx.cluster/worker-count")
 
-    _, groups = provision(ec2_cluster_worker_count=2)
+    _run, groups = provision(ec2_cluster_worker_count=2)
     assert groups["workers"] == ["node1", "node2"]
     assert worker_names(ec2) == ["flow-node1", "flow-node2"]
     assert recorded_size() == "2"

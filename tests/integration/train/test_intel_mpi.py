@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The role's launch under Intel MPI for real: impi-rt's Hydra starts 2 ranks on this machine (and MPICH's, the same).
 

@@ -418,7 +418,7 @@ def test_path_env_is_put_in_front_of_the_current_value(tmp_path):
     assert "export LD_LIBRARY_PATH=/opt/v/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}\n" in launch["script"]
     # The script as written, its launch replaced by a look at the variable (bash runs it for real).
     script = tmp_path / "probe.sh"
-    script.write_text(launch["script"].split("\nexec ")[0] + "\nprintenv LD_LIBRARY_PATH\n")
+    script.write_text(launch["script"].split("\nexec ", maxsplit=1)[0] + "\nprintenv LD_LIBRARY_PATH\n")
     for before, after in (("", "/opt/v/lib"), ("/usr/lib/x", "/opt/v/lib:/usr/lib/x")):
         env = {"PATH": "/usr/bin:/bin"} | ({"LD_LIBRARY_PATH": before} if before else {})
         done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=env, check=True)

@@ -15,7 +15,7 @@ def expand(text):
     """A cpulist back to core numbers ("3-5,9" -> [3, 4, 5, 9])."""
     cores = []
     for part in filter(None, (text or "").split(",")):
-        first, _, last = part.partition("-")
+        first, _sep, last = part.partition("-")
         cores.extend(range(int(first), int(last or first) + 1))
     return cores
 

@@ -32,6 +32,8 @@ def resolve(name: str, **kwargs):
                 "intel-extension-for-pytorch==1.13.0",
                 "oneccl-bind-pt==1.13.0",
                 "transformers==4.24.0",
+                "datasets==2.7.1",
+                "evaluate==0.3.0",
             ],
             True,
             True,
@@ -61,8 +63,14 @@ def test_builtin_profiles(name, requirements, has_ipex, has_ccl, backend, cpu_fl
 def test_native_is_current_cpu_torch_without_ipex():
     resolved = resolve("native")
     assert resolved["pins"]["torch"] == "2.13.0"
-    assert {"transformers", "accelerate", "datasets", "tokenizers"} <= set(resolved["packages"])
+    assert {"transformers", "accelerate", "datasets", "evaluate", "tokenizers"} <= set(resolved["packages"])
     assert "intel-extension-for-pytorch" not in resolved["packages"]
+
+
+@pytest.mark.parametrize("name", sorted(PROFILES))
+def test_every_profile_carries_what_run_qa_imports(name):
+    # run_qa.py imports datasets and evaluate, which transformers does not install (STACKS.md).
+    assert {"datasets", "evaluate"} <= set(resolve(name)["pins"])
 
 
 @pytest.mark.parametrize(
@@ -70,7 +78,7 @@ def test_native_is_current_cpu_torch_without_ipex():
     [
         ({"torch": "2.8.1"}, [], "torch==2.8.1", []),
         ({"Torch": ">=2.8,<2.9"}, [], "torch>=2.8,<2.9", []),
-        ({}, ["evaluate==0.4.6"], "torch==2.8.0", ["evaluate==0.4.6"]),
+        ({}, ["scikit-learn==1.5.2"], "torch==2.8.0", ["scikit-learn==1.5.2"]),
     ],
 )
 def test_overrides_and_extras(overrides, extra, expected_torch, expected_extra):

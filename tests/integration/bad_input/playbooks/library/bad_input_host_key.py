@@ -1,3 +1,5 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Test helper: report a made-up ed25519 host key as the host's fact, for a machine that runs no sshd (and so has
 no host key of its own) in the ssh_mesh tests. A fact set this way joins the gathered facts, as setup's would."""

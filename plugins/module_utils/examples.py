@@ -1,0 +1,295 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Pure functions behind the hf_examples role: what a repository URL and a ref may look like before git sees them.
+
+A URL or a ref that starts with ``-`` reaches git as an option (``--upload-pack=CMD`` runs CMD); a transport such
+as ``ext::`` runs a command by design. The role checks both here, before any command, and also passes ``--``
+between git's options and its arguments.
+
+No Ansible imports: the filter plugin wraps these, and the unit tests call them directly.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, List, Mapping, Sequence
+
+from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import index_args, major_minor, normalize_name
+
+# The URL forms the role accepts (README "Repository URL"): https, ssh, git and file URLs, scp-like
+# [user@]host:path, and an absolute local path. http is left out (no transport security), and so is every
+# "<transport>::<address>" form (ext:: runs a command), like any other scheme.
+URL_SCHEMES = ("https", "ssh", "git", "file")
+
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_HOST = rf"(?:{_LABEL}(?:\.{_LABEL})*|\[[0-9A-Fa-f:.]+\])"
+_USER = r"[A-Za-z0-9._~%+-]+"
+_PATH_CHARS = r"[A-Za-z0-9._~%+=,@/:-]"
+_NETWORK_URL = re.compile(
+    rf"^(?P<scheme>https|ssh|git)://(?:{_USER}(?::[^@/\s]*)?@)?(?P<host>{_HOST})(?::[0-9]{{1,5}})?(?P<path>/{_PATH_CHARS}*)?$"
+)
+_FILE_URL = re.compile(rf"^file://(?P<path>/{_PATH_CHARS}*)$")
+_SCP_LIKE = re.compile(rf"^(?:{_USER}@)?(?P<host>{_HOST}):(?P<path>{_PATH_CHARS}+)$")
+_LOCAL_PATH = re.compile(rf"^/{_PATH_CHARS}*$")
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)(://|::)")
+
+
+class ExamplesError(ValueError):
+    """Bad user input to hf_examples; the message says what to change."""
+
+
+def _printable(value: str) -> str:
+    """The value as it may be shown in an error: control characters as escapes, at most 200 characters."""
+    shown = value.encode("unicode_escape").decode("ascii")
+    return shown if len(shown) <= 200 else shown[:200] + "..."
+
+
+def repo_url_problem(url: Any) -> str:
+    """Why ``url`` may not reach git, or "" when it is one of the accepted forms.
+
+    Accepted: ``https://host[:port]/path``, ``ssh://[user@]host[:port]/path``, ``git://host[:port]/path``,
+    ``file:///path``, scp-like ``[user@]host:path`` and an absolute local path ``/path``.
+    """
+    fix = (
+        "set hf_examples_repo_url to an https://, ssh://, git:// or file:// URL, a user@host:path address or an "
+        "absolute path"
+    )
+    if not isinstance(url, str) or not url:
+        return f"hf_examples_repo_url must be a non-empty string (got {type(url).__name__}): {fix}"
+    shown = _printable(url)
+    if url.startswith("-"):
+        return f"hf_examples_repo_url '{shown}' starts with '-', which git would read as an option: {fix}"
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        return f"hf_examples_repo_url '{shown}' holds a space or a control character: {fix}"
+    scheme = _SCHEME.match(url)
+    if scheme and scheme.group(2) == "::":
+        return (
+            f"hf_examples_repo_url '{shown}' names the git transport '{scheme.group(1)}::', which the role does not "
+            f"allow (a transport can run commands): {fix}"
+        )
+    if scheme and scheme.group(1).lower() not in URL_SCHEMES:
+        hint = " (use https://)" if scheme.group(1).lower() == "http" else ""
+        return f"hf_examples_repo_url '{shown}' has the scheme '{scheme.group(1)}'{hint}, not one of " + (
+            f"{', '.join(URL_SCHEMES)}: {fix}"
+        )
+    # A URL with a scheme must match its own form; the others are scp-like addresses or local paths.
+    patterns = (_NETWORK_URL, _FILE_URL) if scheme else (_SCP_LIKE, _LOCAL_PATH)
+    if any(pattern.match(url) for pattern in patterns):
+        return ""
+    return f"hf_examples_repo_url '{shown}' is not a URL form the role accepts: {fix}"
+
+
+def ref_problem(ref: Any) -> str:
+    """Why ``ref`` (a tag, a branch or a commit) may not reach git, or "" when it is a plain ref name.
+
+    The rules of ``git check-ref-format`` that matter here, plus: no leading ``-`` (an option to git).
+    """
+    fix = (
+        "set hf_examples_version to a tag such as v4.24.0, a branch or a commit id (or fix "
+        "hf_examples_transformers_version)"
+    )
+    if not isinstance(ref, str) or not ref:
+        return f"hf_examples_version must be a non-empty string (got {type(ref).__name__}): {fix}"
+    shown = _printable(ref)
+    if ref.startswith("-"):
+        return f"hf_examples_version '{shown}' starts with '-', which git would read as an option: {fix}"
+    bad = (
+        any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 or ch in "~^:?*[\\" for ch in ref)
+        or ".." in ref
+        or "@{" in ref
+        or "//" in ref
+        or ref.startswith("/")
+        or ref.endswith(("/", ".", ".lock"))
+        or any(part.startswith(".") for part in ref.split("/"))
+        or ref == "@"
+    )
+    if bad:
+        return f"hf_examples_version '{shown}' is not a valid git ref name: {fix}"
+    return ""
+
+
+def input_problems(url: Any, ref: Any) -> List[str]:
+    """Every problem of the repository URL and the ref, one message each (empty: both may reach git)."""
+    return [problem for problem in (repo_url_problem(url), ref_problem(ref)) if problem]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The example's requirements, resolved on the controller for the nodes.
+#
+# pip download takes --python-version, --platform and --implementation for the wheels it picks, but it evaluates
+# environment markers (``pkg; python_version < "3.10"``, in a requirements file and in every dependency's metadata)
+# with the interpreter that runs it: the controller's. The role therefore runs pip through a small runner
+# (roles/hf_examples/files/pip_node_markers.py) that hands pip the node's PEP 508 marker values, probed on the node.
+
+# The PEP 508 marker variables (the ``extra`` marker is pip's own business).
+MARKER_KEYS = (
+    "implementation_name",
+    "implementation_version",
+    "os_name",
+    "platform_machine",
+    "platform_python_implementation",
+    "platform_release",
+    "platform_system",
+    "platform_version",
+    "python_full_version",
+    "python_version",
+    "sys_platform",
+)
+
+# Marker values that change with every kernel update: kept in the download's marker values (the first node's), left
+# out of the download's key, so that nodes which differ only in them share one download.
+_KERNEL_KEYS = ("platform_release", "platform_version")
+
+_IMPLEMENTATION_TAGS = {"cpython": "cp", "pypy": "pp"}
+
+
+def marker_environment(values: Any) -> Dict[str, str]:
+    """The node's marker values (from the role's probe), checked: every PEP 508 variable, each a string."""
+    if not isinstance(values, Mapping):
+        raise ExamplesError(f"the node's marker values must be a mapping, got {type(values).__name__}")
+    missing = [key for key in MARKER_KEYS if key not in values]
+    if missing:
+        raise ExamplesError(f"the node's marker values lack {', '.join(missing)}")
+    wrong = [key for key in MARKER_KEYS if not isinstance(values[key], str)]
+    if wrong:
+        raise ExamplesError(f"the node's marker values {', '.join(wrong)} are not strings")
+    if values["implementation_name"] not in _IMPLEMENTATION_TAGS:
+        raise ExamplesError(
+            f"the node's Python is {values['implementation_name']}, not CPython or PyPy: no wheel tag fits it; use "
+            "hf_examples_install_mode: direct"
+        )
+    return {key: values[key] for key in MARKER_KEYS}
+
+
+def constraints_text(freeze_text: str) -> str:
+    """Constraints that keep every package of the virtualenv where it is: ``name==version`` per line of ``pip
+    freeze``. A package installed from a URL or a file (``name @ URL``) has no version to pin and is left out."""
+    pins = []
+    for raw in (freeze_text or "").splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "-")) or " @ " in line or "==" not in line:
+            continue
+        name, version = line.split("==", 1)
+        pins.append(f"{normalize_name(name)}=={version.strip()}")
+    return "".join(f"{pin}\n" for pin in sorted(set(pins)))
+
+
+def effective_indexes(
+    published: Any = None,
+    index_url: Any = None,
+    extra_index_urls: Any = None,
+    find_links: Any = None,
+) -> Dict[str, Any]:
+    """The indexes of the requirements: each of ``index_url`` / ``extra_index_urls`` / ``find_links`` that is not
+    None, else the one torch_stack published for the node's profile (``torch_stack_indexes``: its profile's list,
+    without the extra indexes its check left out), else pip's own (null, []). ``index_url: ""`` is pip's default."""
+    base = published if isinstance(published, Mapping) else {}
+    chosen = {
+        "index_url": index_url if index_url is not None else base.get("index_url"),
+        "extra_index_urls": extra_index_urls if extra_index_urls is not None else base.get("extra_index_urls"),
+        "find_links": find_links if find_links is not None else base.get("find_links"),
+    }
+    if chosen["index_url"] is not None and not isinstance(chosen["index_url"], str):
+        raise ExamplesError("hf_examples_index_url must be a URL string or null")
+    for key in ("extra_index_urls", "find_links"):
+        value = chosen[key] or []
+        if isinstance(value, str) or not all(isinstance(url, str) and url for url in value):
+            raise ExamplesError(f"hf_examples_{key} must be a list of URLs or paths, or null")
+        chosen[key] = list(value)
+    chosen["index_url"] = chosen["index_url"] or None
+    return chosen
+
+
+def download_spec(
+    requirements: str, freeze_text: str, probe: Any, indexes: Mapping[str, Any], platforms: Sequence[str]
+) -> Dict[str, Any]:
+    """What one node needs downloaded: the requirements, the constraints of its virtualenv, its marker values, its
+    Python major.minor and platform tags, the indexes, and ``key``, a hash of all that but the kernel's marker values.
+    Nodes with the same key share one download."""
+    markers = marker_environment(probe)
+    spec = {
+        "requirements": str(requirements),
+        "constraints": constraints_text(freeze_text),
+        "python": major_minor(markers["python_version"]),
+        "implementation": _IMPLEMENTATION_TAGS[markers["implementation_name"]],
+        "platforms": list(platforms),
+        "indexes": effective_indexes(
+            None, indexes.get("index_url"), indexes.get("extra_index_urls"), indexes.get("find_links")
+        ),
+        "markers": markers,
+    }
+    keyed = dict(spec, markers={k: v for k, v in markers.items() if k not in _KERNEL_KEYS})
+    text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
+    spec["key"] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return spec
+
+
+def download_args(spec: Mapping[str, Any], folder: str, extra_args: Sequence[str] = ()) -> List[str]:
+    """The pip arguments (after the runner and its marker file) that download ``spec`` into ``folder``, which holds
+    its requirements.in and constraints.txt: binary wheels only, for the node's Python, implementation and platform,
+    from the spec's indexes."""
+    args = ["download", "--disable-pip-version-check", "--dest", folder, "--only-binary=:all:"]
+    args += ["--implementation", spec["implementation"], "--python-version", spec["python"]]
+    for tag in spec["platforms"]:
+        args += ["--platform", tag]
+    args += index_args(spec["indexes"])
+    args += [str(arg) for arg in extra_args]
+    return [*args, "-c", f"{folder}/constraints.txt", "-r", f"{folder}/requirements.in"]
+
+
+def controller_pip_problem(controller_pip: Any) -> str:
+    """Why ``hf_examples_controller_pip`` cannot carry the nodes' marker values, or "" when it can: it must be
+    ``[PYTHON, -m, pip, *pip's global options]``."""
+    argv = list(controller_pip) if isinstance(controller_pip, (list, tuple)) else None
+    if argv is None or len(argv) < 3 or [str(a) for a in argv[1:3]] != ["-m", "pip"] or not argv[0]:
+        return (
+            f"hf_examples_controller_pip is {controller_pip!r}: in wheelhouse mode it must be [PYTHON, -m, pip] (pip's "
+            "global options may follow), because the role runs that Python's pip with the nodes' marker values: set "
+            "it so, or use hf_examples_install_mode: direct"
+        )
+    return ""
+
+
+def controller_command(controller_pip: Sequence[str], runner: str, markers_file: str) -> List[str]:
+    """The command that runs the controller's pip with a node's marker values; the runner takes the place of
+    ``-m pip`` in ``hf_examples_controller_pip``."""
+    problem = controller_pip_problem(controller_pip)
+    if problem:
+        raise ExamplesError(problem)
+    argv = [str(arg) for arg in controller_pip]
+    return [argv[0], runner, markers_file, *argv[3:]]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What a training script imports, against what the virtualenv holds.
+
+# The third-party packages each script imports at the top (torch comes with transformers' own imports). The examples
+# are the folders under examples/pytorch/ of transformers; qa_finetune is the collection's own script.
+SCRIPT_IMPORTS = {
+    "question-answering": ("run_qa.py", ("torch", "transformers", "datasets", "evaluate", "numpy")),
+    "text-classification": ("run_glue.py", ("torch", "transformers", "datasets", "evaluate", "numpy")),
+    "language-modeling": ("run_clm.py", ("torch", "transformers", "datasets", "evaluate")),
+    "qa_finetune": ("qa_finetune.py", ("torch", "transformers", "datasets", "numpy")),
+}
+
+
+def script_problems(example: str, packages: Any, profile: Any = None) -> List[str]:
+    """Why the virtualenv (``packages``: name -> version, torch_stack_packages) cannot run the example's script, one
+    message per missing package; empty when it can, or when the example is not one whose imports are known."""
+    if example not in SCRIPT_IMPORTS:
+        return []
+    if not isinstance(packages, Mapping):
+        raise ExamplesError(f"the virtualenv's packages must be a mapping, got {type(packages).__name__}")
+    script, needed = SCRIPT_IMPORTS[example]
+    held = {normalize_name(str(name)) for name in packages}
+    where = f"profile '{profile}' (torch_stack_profile)" if profile else "the virtualenv"
+    return [
+        f"{script} ({example}) imports {name}, which {where} does not install: add it to the profile with "
+        f"torch_stack_extra_packages: ['{name}==VERSION'] (or stop dropping it in torch_stack_overrides), or choose a "
+        "profile that carries it (every built-in profile does)"
+        for name in needed
+        if normalize_name(name) not in held
+    ]

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Run pip on the controller as if its environment markers were a node's.
+
+    python pip_node_markers.py MARKERS.json [pip arguments ...]
+
+pip download picks wheels for --python-version / --platform / --implementation, but evaluates environment markers
+(``pkg; python_version < "3.10"``, in requirement files and in every dependency's metadata) with the interpreter that
+runs it. This runner replaces the function pip reads those values from (its vendored packaging's
+``markers.default_environment``) with the node's values from MARKERS.json (a JSON object of the PEP 508 variables,
+written by the hf_examples role from its probe of the node), then runs pip's own command line with the remaining
+arguments. It changes nothing else in pip.
+"""
+
+import json
+import sys
+
+KEYS = (
+    "implementation_name",
+    "implementation_version",
+    "os_name",
+    "platform_machine",
+    "platform_python_implementation",
+    "platform_release",
+    "platform_system",
+    "platform_version",
+    "python_full_version",
+    "python_version",
+    "sys_platform",
+)
+
+
+def fail(message):
+    sys.stderr.write("pip_node_markers: " + message + "\n")
+    return 2
+
+
+def main(argv):
+    if len(argv) < 2:
+        return fail("usage: pip_node_markers.py MARKERS.json PIP-ARGUMENT...")
+    try:
+        with open(argv[0], encoding="utf-8") as handle:
+            values = json.load(handle)
+    except (OSError, ValueError) as exc:
+        return fail("cannot read the marker values from " + argv[0] + ": " + str(exc))
+    if not isinstance(values, dict) or any(not isinstance(values.get(key), str) for key in KEYS):
+        return fail(argv[0] + " must map every PEP 508 marker variable to a string: " + ", ".join(KEYS))
+    try:
+        from pip._internal.cli.main import main as pip_main
+        from pip._vendor.packaging import markers
+    except ImportError as exc:
+        return fail("this Python has no pip to run (" + str(exc) + "): set hf_examples_controller_pip")
+    if not callable(getattr(markers, "default_environment", None)):
+        return fail("this pip's packaging has no markers.default_environment: use another pip version")
+    node = {key: values[key] for key in KEYS}
+    markers.default_environment = lambda: dict(node)
+    return pip_main(argv[1:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

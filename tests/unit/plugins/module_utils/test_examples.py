@@ -1,0 +1,207 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What a repository URL and a ref may look like before they reach git (module_utils/examples.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.amx.cluster.plugins.module_utils import examples as ex
+
+GOOD_URLS = [
+    "https://github.com/huggingface/transformers.git",
+    "https://mirror.example.com:8443/git/transformers",
+    "https://user:token@git.example.com/transformers.git",
+    "ssh://git@github.com/huggingface/transformers.git",
+    "ssh://git@[2001:db8::1]:2222/srv/transformers.git",
+    "git://git.example.com/transformers.git",
+    "file:///srv/transformers",
+    "git@github.com:huggingface/transformers.git",
+    "mirror:transformers.git",
+    "/srv/git/transformers.git",
+]
+
+BAD_URLS = [
+    ("--upload-pack=touch /tmp/x", "starts with '-'"),
+    ("-u touch /tmp/x", "starts with '-'"),
+    ("--upload-pack=/tmp/evil", "starts with '-'"),
+    ("ext::sh -c touch% /tmp/x", "a space or a control character"),
+    ("ext::/usr/bin/touch%/tmp/x", "names the git transport 'ext::'"),
+    ("fd::7", "names the git transport 'fd::'"),
+    ("http://github.com/huggingface/transformers.git", "has the scheme 'http' (use https://)"),
+    ("ftp://example.com/transformers.git", "has the scheme 'ftp'"),
+    ("https://github.com/x.git\n[core]", "a space or a control character"),
+    ("https://-oProxyCommand=x/y", "not a URL form the role accepts"),
+    ("git@-oProxyCommand=touch:x", "not a URL form the role accepts"),
+    ("transformers", "not a URL form the role accepts"),
+    ("", "must be a non-empty string"),
+    (None, "must be a non-empty string"),
+    (["https://github.com/x.git"], "must be a non-empty string"),
+]
+
+
+@pytest.mark.parametrize("url", GOOD_URLS)
+def test_the_accepted_url_forms_pass(url):
+    assert ex.repo_url_problem(url) == ""
+
+
+@pytest.mark.parametrize(("url", "reason"), BAD_URLS, ids=[str(u)[:30] for u, _ in BAD_URLS])
+def test_a_url_that_git_would_run_or_misread_is_refused_with_the_fix(url, reason):
+    problem = ex.repo_url_problem(url)
+    assert reason in problem
+    assert "set hf_examples_repo_url to an https://, ssh://, git:// or file:// URL" in problem
+
+
+def test_a_control_character_is_shown_escaped_not_raw():
+    problem = ex.repo_url_problem("https://x.example/a\nb")
+    assert "\n" not in problem and "\\n" in problem
+
+
+@pytest.mark.parametrize("ref", ["v4.24.0", "main", "release/4.x", "3f2e1d0", "v5.24.0-rc1"])
+def test_plain_refs_pass(ref):
+    assert ex.ref_problem(ref) == ""
+
+
+@pytest.mark.parametrize(
+    "ref",
+    ["--upload-pack=touch /tmp/x", "-x", "v1 0", "a..b", "v1^", "x~1", "a:b", "@{u}", "x.lock", "x/", ".hidden", "", 4],
+)
+def test_a_ref_git_would_misread_is_refused(ref):
+    problem = ex.ref_problem(ref)
+    assert problem and "set hf_examples_version to a tag such as v4.24.0" in problem
+
+
+def test_input_problems_lists_both():
+    assert ex.input_problems("https://github.com/huggingface/transformers.git", "v4.24.0") == []
+    problems = ex.input_problems("--upload-pack=x", "-y")
+    assert len(problems) == 2 and "hf_examples_repo_url" in problems[0] and "hf_examples_version" in problems[1]
+
+
+# ---------------------------------------------------------------------------------------------- the requirements
+
+NODE_38 = {
+    "implementation_name": "cpython",
+    "implementation_version": "3.8.10",
+    "os_name": "posix",
+    "platform_machine": "x86_64",
+    "platform_python_implementation": "CPython",
+    "platform_release": "5.15.0-1051-aws",
+    "platform_system": "Linux",
+    "platform_version": "#56~20.04.1-Ubuntu SMP",
+    "python_full_version": "3.8.10",
+    "python_version": "3.8",
+    "sys_platform": "linux",
+}
+INDEXES = {"index_url": None, "extra_index_urls": ["https://download.pytorch.org/whl/cpu"], "find_links": []}
+TAGS = ["manylinux_2_31_x86_64", "linux_x86_64"]
+
+
+def test_the_marker_values_are_checked():
+    assert ex.marker_environment({**NODE_38, "extra": "x"}) == NODE_38
+    with pytest.raises(ex.ExamplesError, match="lack python_version"):
+        ex.marker_environment({k: v for k, v in NODE_38.items() if k != "python_version"})
+    with pytest.raises(ex.ExamplesError, match="are not strings"):
+        ex.marker_environment({**NODE_38, "python_version": 3.8})
+    with pytest.raises(ex.ExamplesError, match="not CPython or PyPy"):
+        ex.marker_environment({**NODE_38, "implementation_name": "ironpython"})
+    with pytest.raises(ex.ExamplesError, match="must be a mapping"):
+        ex.marker_environment(["3.8"])
+
+
+def test_constraints_pin_what_the_venv_holds_and_leave_out_what_has_no_version():
+    freeze = "Torch==1.13.0+cpu\n# comment\n-e git+https://x/y#egg=y\nmine @ file:///tmp/mine.whl\nnumpy==1.24.4\n"
+    assert ex.constraints_text(freeze) == "numpy==1.24.4\ntorch==1.13.0+cpu\n"
+    assert ex.constraints_text("") == ""
+
+
+@pytest.mark.parametrize(
+    ("published", "given", "expected"),
+    [
+        (None, (None, None, None), {"index_url": None, "extra_index_urls": [], "find_links": []}),
+        (INDEXES, (None, None, None), INDEXES),
+        # torch_stack left an unreachable extra index out: what it published is what the requirements use.
+        ({**INDEXES, "extra_index_urls": []}, (None, None, None), {**INDEXES, "extra_index_urls": []}),
+        (
+            INDEXES,
+            ("", ["file:///srv/wheels"], ["/srv/links"]),
+            {"index_url": None, "extra_index_urls": ["file:///srv/wheels"], "find_links": ["/srv/links"]},
+        ),
+        (
+            INDEXES,
+            ("http://127.0.0.1:3141/simple/", None, None),
+            {**INDEXES, "index_url": "http://127.0.0.1:3141/simple/"},
+        ),
+    ],
+)
+def test_the_indexes_are_the_users_else_torch_stacks(published, given, expected):
+    assert ex.effective_indexes(published, *given) == expected
+
+
+@pytest.mark.parametrize("bad", [[1], "https://a", [""]])
+def test_index_lists_must_be_lists_of_urls(bad):
+    with pytest.raises(ex.ExamplesError, match="must be a list of URLs"):
+        ex.effective_indexes(None, None, bad, None)
+
+
+def test_nodes_that_differ_only_in_their_kernel_share_a_download():
+    one = ex.download_spec("accelerate\n", "torch==1.13.0+cpu\n", NODE_38, INDEXES, TAGS)
+    other = ex.download_spec(
+        "accelerate\n", "torch==1.13.0+cpu\n", {**NODE_38, "platform_release": "5.15.0-9"}, INDEXES, TAGS
+    )
+    assert one["key"] == other["key"] and len(one["key"]) == 16
+    assert one["python"] == "3.8" and one["implementation"] == "cp"
+    assert one["constraints"] == "torch==1.13.0+cpu\n"
+    for changed in (
+        ex.download_spec(
+            "accelerate\n", "torch==1.13.0+cpu\n", {**NODE_38, "python_full_version": "3.8.11"}, INDEXES, TAGS
+        ),
+        ex.download_spec("accelerate\n", "torch==2.8.0+cpu\n", NODE_38, INDEXES, TAGS),
+        ex.download_spec("accelerate\n", "torch==1.13.0+cpu\n", NODE_38, {**INDEXES, "extra_index_urls": []}, TAGS),
+        ex.download_spec("accelerate\nevaluate\n", "torch==1.13.0+cpu\n", NODE_38, INDEXES, TAGS),
+        ex.download_spec("accelerate\n", "torch==1.13.0+cpu\n", NODE_38, INDEXES, TAGS[:1]),
+    ):
+        assert changed["key"] != one["key"]
+
+
+def test_the_download_takes_the_nodes_python_platform_and_the_profiles_indexes():
+    spec = ex.download_spec("accelerate\n", "torch==1.13.0+cpu\n", NODE_38, INDEXES, TAGS)
+    args = ex.download_args(spec, "/c/k.partial", ["--retries", "2"])
+    assert args == [
+        "download", "--disable-pip-version-check", "--dest", "/c/k.partial", "--only-binary=:all:",
+        "--implementation", "cp", "--python-version", "3.8",
+        "--platform", "manylinux_2_31_x86_64", "--platform", "linux_x86_64",
+        "--extra-index-url", "https://download.pytorch.org/whl/cpu",
+        "--retries", "2",
+        "-c", "/c/k.partial/constraints.txt", "-r", "/c/k.partial/requirements.in",
+    ]  # fmt: skip
+
+
+def test_the_controller_command_puts_the_runner_in_place_of_dash_m_pip():
+    assert ex.controller_command(["/usr/bin/python3", "-m", "pip", "--isolated"], "/r.py", "/m.json") == [
+        "/usr/bin/python3", "/r.py", "/m.json", "--isolated"]  # fmt: skip
+    assert ex.controller_pip_problem(["/usr/bin/python3", "-m", "pip"]) == ""
+    for bad in (["/usr/bin/pip3"], ["uv", "pip"], "python -m pip", [], None):
+        assert "must be [PYTHON, -m, pip]" in ex.controller_pip_problem(bad)
+        with pytest.raises(ex.ExamplesError):
+            ex.controller_command(bad, "/r.py", "/m.json")
+
+
+# ---------------------------------------------------------------------------------------------- the script's imports
+
+
+def test_a_stack_without_a_module_of_the_script_is_named_with_the_fix():
+    packages = {"torch": "2.13.0+cpu", "transformers": "5.24.0", "Datasets": "5.2.0", "numpy": "2.4.6"}
+    problems = ex.script_problems("question-answering", packages, "native")
+    assert problems == [
+        "run_qa.py (question-answering) imports evaluate, which profile 'native' (torch_stack_profile) does not "
+        "install: add it to the profile with torch_stack_extra_packages: ['evaluate==VERSION'] (or stop dropping it in "
+        "torch_stack_overrides), or choose a profile that carries it (every built-in profile does)"
+    ]
+    assert ex.script_problems("question-answering", {**packages, "evaluate": "0.4.6"}, "native") == []
+    assert len(ex.script_problems("question-answering", {"torch": "1"}, None)) == 4
+    assert "which the virtualenv does not install" in ex.script_problems("qa_finetune", {}, None)[0]
+
+
+def test_an_example_whose_imports_are_unknown_is_not_checked():
+    assert ex.script_problems("token-classification", {}, "native") == []
