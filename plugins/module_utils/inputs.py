@@ -18,7 +18,6 @@ the variable and what is wrong, and never quote the content of a file. An empty 
 from __future__ import annotations
 
 import math
-
 import posixpath
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence

@@ -25,7 +25,8 @@ SSH = pathlib.Path(pwd.getpwuid(os.getuid()).pw_dir) / ".ssh"
 HAS_HOST_KEY = pathlib.Path("/etc/ssh/ssh_host_ed25519_key.pub").exists()
 MADE_UP_HOST_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHN0YW5kLWluIGZvciBhIGhvc3Qga2V5IG9mIHRoZSB0ZXN0cw"
 OTHER_HOST_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIGFub3RoZXIgbWFjaGluZSdzIGtleSBhdCB0aGF0IGFkZHJlc3M"
-HAS_TCMALLOC = "libtcmalloc.so" in subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+LINKER_CACHE = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, check=False).stdout
+HAS_TCMALLOC = "libtcmalloc.so" in LINKER_CACHE
 
 
 def mesh_inventory(folder: pathlib.Path, role: str = "ssh_mesh") -> dict:
