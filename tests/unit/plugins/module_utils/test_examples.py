@@ -46,7 +46,7 @@ def test_the_accepted_url_forms_pass(url):
     assert ex.repo_url_problem(url) == ""
 
 
-@pytest.mark.parametrize(("url", "reason"), BAD_URLS, ids=[str(u)[:30] for u, _ in BAD_URLS])
+@pytest.mark.parametrize(("url", "reason"), BAD_URLS, ids=[str(case[0])[:30] for case in BAD_URLS])
 def test_a_url_that_git_would_run_or_misread_is_refused_with_the_fix(url, reason):
     problem = ex.repo_url_problem(url)
     assert reason in problem
