@@ -57,8 +57,9 @@ unit: setup
 integration: setup host-packages
 	pytest -q tests/integration
 
+# Every scenario runs, past a failure, with its time in the summary (tests/run-checks.sh).
 molecule: setup host-packages docker
-	@set -e; for s in $(MOLECULE_SCENARIOS); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
+	@bash tests/run-checks.sh $(foreach s,$(MOLECULE_SCENARIOS),"molecule-$(s)=molecule test -s $(s)")
 
 molecule-slow: setup host-packages docker
 	@set -e; for s in $(MOLECULE_SLOW); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
