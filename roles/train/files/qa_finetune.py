@@ -478,6 +478,16 @@ def gather_ranks(info: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [info]
 
 
+def leave_process_group() -> None:
+    """Take every rank out of the process group together before the interpreter exits: a rank that exits with
+    the group still up can hang in its teardown (seen: rank 0 stuck after its last line, rank 1 gone)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def versions() -> Dict[str, str]:
     found = {"python": platform.python_version()}
     for name in ("torch", "transformers", "accelerate", "datasets", "tokenizers"):
@@ -621,6 +631,7 @@ def main(argv: Sequence[str]) -> int:
         if "train" in metrics:
             summary["loss"] = [metrics["train"]["loss_first"], metrics["train"]["loss_last"]]
         log(f"done {json.dumps(summary)}")
+    leave_process_group()
     return 0
 
 
