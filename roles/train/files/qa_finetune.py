@@ -636,4 +636,10 @@ def main(argv: Sequence[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # Everything is written and the process group is left: end here. The interpreter's own shutdown can hang in the
+    # native libraries' teardown (seen in the cluster scenario: rank 0 idle after its last line, its launcher
+    # waiting for it), and a rank that never ends holds the whole job.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
