@@ -45,18 +45,10 @@ _value:
   type: list
 """
 
-from ansible.errors import AnsibleFilterError  # noqa: E402
-
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import folder_problems  # noqa: E402
-
-
-def folder_problems_filter(value, *args, **kwargs):
-    try:
-        return folder_problems(value, *args, **kwargs)
-    except (TypeError, ValueError, AttributeError) as error:
-        raise AnsibleFilterError(f"amx.cluster.folder_problems: {error}") from error
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function  # noqa: E402
 
 
 class FilterModule:
     def filters(self):
-        return {"folder_problems": folder_problems_filter}
+        return {"folder_problems": filter_function("folder_problems", folder_problems)}

@@ -7,22 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.amx.cluster.plugins.module_utils import examples as ex
-
-
-def _wrap(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    def _filter(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (ex.ExamplesError, TypeError, KeyError, AttributeError, ValueError) as exc:
-            raise AnsibleFilterError(f"amx.cluster.{name}: {exc}") from exc
-
-    _filter.__name__ = name
-    _filter.__doc__ = func.__doc__
-    return _filter
-
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function
 
 _FILTERS = {
     # url | hf_examples_input_problems(ref) -> messages (empty: both may reach git)
@@ -48,4 +34,4 @@ class FilterModule:
     """hf_examples filters."""
 
     def filters(self) -> Dict[str, Callable[..., Any]]:
-        return {name: _wrap(name, func) for name, func in _FILTERS.items()}
+        return {name: filter_function(name, func) for name, func in _FILTERS.items()}

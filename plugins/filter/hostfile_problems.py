@@ -41,18 +41,10 @@ _value:
   type: dict
 """
 
-from ansible.errors import AnsibleFilterError  # noqa: E402
-
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import hostfile_problems  # noqa: E402
-
-
-def hostfile_problems_filter(value, *args, **kwargs):
-    try:
-        return hostfile_problems(value, *args, **kwargs)
-    except (TypeError, ValueError, AttributeError) as error:
-        raise AnsibleFilterError(f"amx.cluster.hostfile_problems: {error}") from error
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function  # noqa: E402
 
 
 class FilterModule:
     def filters(self):
-        return {"hostfile_problems": hostfile_problems_filter}
+        return {"hostfile_problems": filter_function("hostfile_problems", hostfile_problems)}

@@ -35,18 +35,10 @@ _value:
   type: list
 """
 
-from ansible.errors import AnsibleFilterError  # noqa: E402
-
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import launch_problems  # noqa: E402
-
-
-def launch_problems_filter(value, *args, **kwargs):
-    try:
-        return launch_problems(value, *args, **kwargs)
-    except (TypeError, ValueError, AttributeError) as error:
-        raise AnsibleFilterError(f"amx.cluster.launch_problems: {error}") from error
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function  # noqa: E402
 
 
 class FilterModule:
     def filters(self):
-        return {"launch_problems": launch_problems_filter}
+        return {"launch_problems": filter_function("launch_problems", launch_problems)}

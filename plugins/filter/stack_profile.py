@@ -7,22 +7,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
-
-
-def _wrap(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    def _filter(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(*args, **kwargs)
-        except (sp.StackProfileError, TypeError, KeyError, AttributeError) as exc:
-            raise AnsibleFilterError(f"amx.cluster.{name}: {exc}") from exc
-
-    _filter.__name__ = name
-    _filter.__doc__ = func.__doc__
-    return _filter
-
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function
 
 _FILTERS = {
     # profiles | stack_resolve(name, overrides, extra_packages, index_url, extra_index_urls, find_links)
@@ -58,4 +44,4 @@ class FilterModule:
     """Stack profile filters."""
 
     def filters(self) -> Dict[str, Callable[..., Any]]:
-        return {name: _wrap(name, func) for name, func in _FILTERS.items()}
+        return {name: filter_function(name, func) for name, func in _FILTERS.items()}

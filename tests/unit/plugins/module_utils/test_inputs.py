@@ -4,9 +4,9 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.filter.folder_problems import folder_problems_filter
-from ansible_collections.amx.cluster.plugins.filter.hostfile_problems import hostfile_problems_filter
-from ansible_collections.amx.cluster.plugins.filter.launch_problems import launch_problems_filter
+from ansible_collections.amx.cluster.plugins.filter import folder_problems as folder_plugin
+from ansible_collections.amx.cluster.plugins.filter import hostfile_problems as hostfile_plugin
+from ansible_collections.amx.cluster.plugins.filter import launch_problems as launch_plugin
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
     SYSTEM_FOLDERS,
     folder_problems,
@@ -194,6 +194,9 @@ def test_a_file_that_is_no_hostfile_is_never_quoted():
 
 
 def test_the_filters_wrap_the_functions():
+    folder_problems_filter = folder_plugin.FilterModule().filters()["folder_problems"]
+    launch_problems_filter = launch_plugin.FilterModule().filters()["launch_problems"]
+    hostfile_problems_filter = hostfile_plugin.FilterModule().filters()["hostfile_problems"]
     assert folder_problems_filter({"a": "/tmp"}) == ["a is '/tmp', a system folder"]
     assert launch_problems_filter({"train_batch_size": 0}) == ["train_batch_size must be at least 1, got 0"]
     assert hostfile_problems_filter("localhost\n", ["localhost"])["ok"]
