@@ -38,10 +38,15 @@ def worker_aliases(workers, master=None):
     return {worker: f"node{index}" for index, worker in enumerate(workers, start=1)}
 
 
-def mesh_input_problems_filter(addresses, users=None, key_names=None):
+def mesh_input_problems_filter(addresses, users=None, key_names=None, ports=None):
     """What is wrong with the values that reach the master's SSH files (see module_utils.ssh_mesh): each argument
-    maps an inventory name to that node's ssh_mesh_address, ssh_mesh_user or ssh_mesh_key_name."""
-    maps = {"ssh_mesh_address": addresses, "ssh_mesh_user": users or {}, "ssh_mesh_key_name": key_names or {}}
+    maps an inventory name to that node's ssh_mesh_address, ssh_mesh_user, ssh_mesh_key_name or ssh_mesh_port."""
+    maps = {
+        "ssh_mesh_address": addresses,
+        "ssh_mesh_port": ports or {},
+        "ssh_mesh_user": users or {},
+        "ssh_mesh_key_name": key_names or {},
+    }
     for variable, values in maps.items():
         if not isinstance(values, dict):
             raise AnsibleFilterError(f"mesh_input_problems: expected a dict of host name to {variable}, got {values!r}")

@@ -1,8 +1,9 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""What ssh_mesh checks before it changes anything: the values that reach the SSH files it writes (addresses, user
-names, key names), and whether the key pair at ~/.ssh/<ssh_mesh_key_name> is one it made.
+"""What ssh_mesh checks before it changes anything: the values that reach the SSH files it writes (addresses, ports,
+user names, key names), and whether the key pair at ~/.ssh/<ssh_mesh_key_name> is one it made; and what it writes for
+each node: the ~/.ssh/config entry (HostName, Port, User) and the name its host key is pinned under in known_hosts.
 
 The SSH configuration is a line-based file: a value with a space, a newline or a '#' would add directives (a
 ProxyCommand, say) to every connection of the mesh user. Each value is checked against the narrow form it must
@@ -54,6 +55,17 @@ def user_problem(value: Any) -> Optional[str]:
     return None
 
 
+def port_problem(value: Any) -> Optional[str]:
+    """None for a TCP port, 1 to 65535: a whole number, or a string of digits (as an inventory may give it)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        return "is not a port number (a whole number from 1 to 65535)"
+    if isinstance(value, str) and not (value.isascii() and value.isdigit()):
+        return "is not a port number (a whole number from 1 to 65535)"
+    if not 1 <= int(value) <= 65535:
+        return "is out of range (a port is a whole number from 1 to 65535)"
+    return None
+
+
 def key_name_problem(value: Any) -> Optional[str]:
     if not isinstance(value, str) or not _KEY_NAME.fullmatch(value) or value in (".", ".."):
         return "is not a file name (letters, digits, '_', '.' and '-', not starting with '.' or '-', at most 64)"
@@ -64,11 +76,17 @@ def key_name_problem(value: Any) -> Optional[str]:
 
 def mesh_input_problems(nodes: Mapping[str, Mapping[str, Any]]) -> List[str]:
     """Every problem with the values that reach the master's SSH files, for every node of the mesh: ``nodes`` maps
-    an inventory name to its ``ssh_mesh_address``, ``ssh_mesh_user`` and ``ssh_mesh_key_name``. Each message
-    names the host, the variable, the value (as a Python literal: a newline shows as \\n) and what to write."""
+    an inventory name to its ``ssh_mesh_address``, ``ssh_mesh_port``, ``ssh_mesh_user`` and ``ssh_mesh_key_name``.
+    Each message names the host, the variable, the value (as a Python literal: a newline shows as \\n) and what to
+    write."""
     problems = []
     checks = (
         ("ssh_mesh_address", address_problem, "set it to the address the other nodes reach this node on"),
+        (
+            "ssh_mesh_port",
+            port_problem,
+            "set it (or ansible_port, its default) to the port this node's sshd listens on for the other nodes",
+        ),
         ("ssh_mesh_user", user_problem, "set it to the account that runs MPI"),
         ("ssh_mesh_key_name", key_name_problem, "set it to a plain file name such as cluster (the default)"),
     )
@@ -112,3 +130,40 @@ def known_host_conflict(found: str, key: str) -> bool:
             if fields[1] == "ssh-ed25519" and fields[2] != key.strip():
                 return True
     return False
+
+
+def known_host_name(address: str, port: int) -> str:
+    """The name ssh looks a node's host key up under in known_hosts: the address (lower case, as ssh compares it) on
+    port 22, ``[address]:port`` on any other port."""
+    name = address.lower()
+    return name if int(port) == 22 else f"[{name}]:{int(port)}"
+
+
+def mesh_entries(
+    master: str, aliases: Mapping[str, str], nodes: Mapping[str, Mapping[str, Any]]
+) -> Dict[str, Dict[str, Any]]:
+    """What the master writes for each node of the mesh, the master first, then the workers in the order of
+    ``aliases`` (inventory name -> node1..N, as worker_aliases names them). ``nodes`` maps an inventory name to its
+    ``address``, ``port`` and ``user`` (the node's ssh_mesh_address, ssh_mesh_port and ssh_mesh_user, checked by
+    mesh_input_problems). Each entry: ``name``, ``alias`` (None for the master, which gets no Host entry),
+    ``address``, ``port`` (int), ``user`` (the account on that node whose authorized_keys holds the cluster key) and
+    ``known_host`` (see known_host_name). Raises ValueError for a node without its values or with a bad one."""
+    entries: Dict[str, Dict[str, Any]] = {}
+    for name, alias in [(master, None), *aliases.items()]:
+        values = nodes.get(name)
+        if not isinstance(values, Mapping) or not all(key in values for key in ("address", "port", "user")):
+            raise ValueError(f"{name}: no address, port and user for this node")
+        for key, check in (("address", address_problem), ("port", port_problem), ("user", user_problem)):
+            problem = check(values[key])
+            if problem:
+                raise ValueError(f"{name}: the {key} {values[key]!r} {problem}")
+        port = int(values["port"])
+        entries[name] = {
+            "name": name,
+            "alias": alias,
+            "address": values["address"],
+            "port": port,
+            "user": values["user"],
+            "known_host": known_host_name(values["address"], port),
+        }
+    return entries

@@ -150,6 +150,21 @@ CASES = [
         ("localhost: ssh_mesh_key_name of localhost '../.bashrc' is not a file name", "such as cluster"),
     ),
     ClusterCase(
+        "mesh-port-out-of-range",
+        "ssh_mesh",
+        cluster(
+            {"localhost": {**LOCAL, "ssh_mesh_address": "127.0.0.1"}},
+            {"node-b": {**LOCAL, "ssh_mesh_address": "127.0.0.2", "ssh_mesh_port": 70000}},
+        ),
+        {},
+        "localhost",
+        (
+            "localhost: ssh_mesh_port of node-b 70000 is out of range (a port is a whole number from 1 to 65535)",
+            "set it (or ansible_port, its default) to the port this node's sshd listens on for the other nodes",
+            "Nothing was changed on any node",
+        ),
+    ),
+    ClusterCase(
         "mesh-unreachable-worker",
         "ssh_mesh",
         cluster({"localhost": dict(LOCAL)}, {"node-gone": UNREACHABLE}),

@@ -14,6 +14,9 @@ from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
     key_name_problem,
     key_owner,
     known_host_conflict,
+    known_host_name,
+    mesh_entries,
+    port_problem,
     user_problem,
 )
 
@@ -153,3 +156,100 @@ def test_the_filter_names_the_nodes_in_conflict():
     assert mesh_known_host_conflicts(results, {"m": KEY, "w1": KEY, "w2": KEY, "w3": KEY}) == ["w2"]
     with pytest.raises(AnsibleFilterError, match="mesh_known_host_conflicts"):
         mesh_known_host_conflicts("w2", {})
+
+
+@pytest.mark.parametrize("port", [22, 1, 2222, 65535, "22", "2222", "65535"])
+def test_ports_pass(port):
+    assert port_problem(port) is None
+
+
+@pytest.mark.parametrize(
+    ("port", "problem"),
+    [
+        (0, "out of range"),
+        (65536, "out of range"),
+        (-22, "out of range"),
+        ("0", "out of range"),
+        ("70000", "out of range"),
+        ("", "not a port number"),
+        ("22\n    ProxyCommand x", "not a port number"),
+        ("22 ", "not a port number"),
+        ("-1", "not a port number"),
+        ("\uff12\uff12", "not a port number"),  # full-width digits: str.isdigit() says yes, ssh would not
+        ("ssh", "not a port number"),
+        (None, "not a port number"),
+        (True, "not a port number"),
+        (22.0, "not a port number"),
+    ],
+)
+def test_anything_but_a_port_is_refused(port, problem):
+    assert problem in port_problem(port)
+
+
+def test_a_bad_port_is_named_with_its_host_and_the_fix():
+    problems = mesh_input_problems_filter({"m": "10.0.0.1", "w1": "10.0.0.2"}, ports={"m": 22, "w1": 70000})
+    assert problems == [
+        "ssh_mesh_port of w1 70000 is out of range (a port is a whole number from 1 to 65535): set it (or "
+        "ansible_port, its default) to the port this node's sshd listens on for the other nodes"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("address", "port", "name"),
+    [
+        ("10.0.0.2", 22, "10.0.0.2"),
+        ("10.0.0.2", "22", "10.0.0.2"),
+        ("10.0.0.2", 2222, "[10.0.0.2]:2222"),
+        ("Node-B.Example.COM", 22, "node-b.example.com"),  # ssh compares host names in lower case
+        ("Node-B.example.com", "2200", "[node-b.example.com]:2200"),
+        ("2001:db8::7", 22, "2001:db8::7"),
+        ("2001:DB8::7", 2222, "[2001:db8::7]:2222"),
+    ],
+)
+def test_the_known_hosts_name_carries_a_port_other_than_22(address, port, name):
+    assert known_host_name(address, port) == name
+
+
+NODES = {
+    "m": {"address": "10.0.0.1", "port": 22, "user": "amx"},
+    "w-b": {"address": "10.0.0.3", "port": "2222", "user": "mpi"},
+    "w-a": {"address": "10.0.0.2", "port": 22, "user": "amx"},
+}
+
+
+def test_each_node_gets_its_own_port_and_user_master_first():
+    entries = mesh_entries("m", {"w-b": "node1", "w-a": "node2"}, NODES)
+    assert list(entries) == ["m", "w-b", "w-a"]
+    assert entries["m"] == {
+        "name": "m",
+        "alias": None,
+        "address": "10.0.0.1",
+        "port": 22,
+        "user": "amx",
+        "known_host": "10.0.0.1",
+    }
+    assert entries["w-b"] == {
+        "name": "w-b",
+        "alias": "node1",
+        "address": "10.0.0.3",
+        "port": 2222,
+        "user": "mpi",
+        "known_host": "[10.0.0.3]:2222",
+    }
+    assert entries["w-a"]["alias"] == "node2" and entries["w-a"]["known_host"] == "10.0.0.2"
+
+
+@pytest.mark.parametrize(
+    ("nodes", "message"),
+    [
+        ({k: v for k, v in NODES.items() if k != "w-a"}, "w-a: no address, port and user"),
+        ({**NODES, "w-a": {"address": "10.0.0.2", "user": "amx"}}, "w-a: no address, port and user"),
+        ({**NODES, "w-a": {**NODES["w-a"], "port": 0}}, "w-a: the port 0 is out of range"),
+        ({**NODES, "m": {**NODES["m"], "user": "amx\nHost *"}}, "m: the user 'amx\\nHost *' is not a user name"),
+        ({**NODES, "w-b": {**NODES["w-b"], "address": "10.0.0.3 x"}}, "w-b: the address '10.0.0.3 x' is neither"),
+    ],
+)
+def test_entries_refuse_what_the_preflight_would_have_refused(nodes, message):
+    with pytest.raises(ValueError) as error:
+        mesh_entries("m", {"w-b": "node1", "w-a": "node2"}, nodes)
+    assert message in str(error.value)
