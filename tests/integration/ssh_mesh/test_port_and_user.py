@@ -1,0 +1,200 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""ssh_mesh for real on a worker whose sshd listens on another port and that is reached as another user.
+
+Two containers of the tests' node image (tests/cluster/node-image.sh, start-node.sh) on a network of their own: the
+master (sshd on 22, user amx) and a worker whose sshd listens on 2222 only and whose account is `runner`, as
+Ansible reaches it (ansible_port: 2222, ansible_user: runner). The role runs twice (the second run changes nothing),
+then the master reaches the worker by its alias the ways the collection does: the role's own check, the train
+preflight's ssh options, and the training agent's sweep through the mesh (module_utils/train_agent.py `remote`),
+host keys checked against the pins. mpirun reaches a node by the same alias through the same ~/.ssh/config (the
+node image has no MPI, so the launcher itself does not run here; the cluster scenario runs it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import uuid
+from typing import Dict, List
+
+import pytest
+import yaml
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+TOOLS = REPO / "tests" / "cluster"
+VENV_BIN = REPO / ".venv" / "bin"
+PORT = 2222
+USER = "runner"  # the worker's account, not the master's (amx)
+
+pytestmark = pytest.mark.slow
+
+
+def run(argv: List[str], timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+def on(container: str, script: str, user: str = "root", check: bool = True) -> subprocess.CompletedProcess:
+    return run(["docker", "exec", "-u", user, container, "sh", "-c", script], check=check)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory):
+    """The two nodes, the key Ansible logs in with and their pinned host keys; removed afterwards."""
+    if shutil.which("docker") is None or run(["docker", "info"], check=False).returncode != 0:
+        pytest.skip("no Docker engine answers here (`make docker` starts one): the test needs two sshd containers")
+    if not (VENV_BIN / "ansible-playbook").exists():
+        pytest.skip(f"ansible-playbook is not in {VENV_BIN}: run `make setup` first")
+    folder = tmp_path_factory.mktemp("fleet")
+    image = run(["bash", str(TOOLS / "node-image.sh")], timeout=900).stdout.strip().splitlines()[-1]
+    prefix = f"amx-port-{uuid.uuid4().hex[:8]}"
+    key = folder / "id_ed25519"
+    run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", prefix, "-f", str(key)])
+    run(["docker", "network", "create", "--label", "amx-cluster-test=ssh-mesh-port", prefix])
+    names = [f"{prefix}-master", f"{prefix}-worker"]
+    try:
+        nodes = {}
+        for name in names:
+            out = run(["bash", str(TOOLS / "start-node.sh"), name, prefix, image, prefix, f"{key}.pub"]).stdout
+            nodes[name] = json.loads(out.strip().splitlines()[-1])
+        worker = names[1]
+        # The worker: an account of its own that Ansible logs in as, and sshd on PORT only (SIGHUP: sshd, the
+        # container's first process, reads its configuration again).
+        on(
+            worker,
+            f"useradd --create-home --shell /bin/bash {USER}"
+            f" && echo '{USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{USER} && chmod 0440 /etc/sudoers.d/{USER}"
+            f" && install -d -m 0700 -o {USER} -g {USER} /home/{USER}/.ssh"
+            f" && cp /home/amx/.ssh/authorized_keys /home/{USER}/.ssh/ && chown {USER}:{USER} /home/{USER}/.ssh/*"
+            f" && echo 'Port {PORT}' >> /etc/ssh/sshd_config && kill -HUP 1",
+        )
+        on(
+            worker,
+            f"for i in $(seq 1 50); do ss -ltn | grep -q ':{PORT} ' && ! ss -ltn | grep -q ':22 ' && exit 0;"
+            " sleep 0.2; done; exit 1",
+        )
+        master_ip, worker_ip = nodes[names[0]]["address"], nodes[worker]["address"]
+        known = folder / "known_hosts"
+        known.write_text(
+            f"{master_ip} {nodes[names[0]]['host_key']}\n[{worker_ip}]:{PORT} {nodes[worker]['host_key']}\n"
+        )
+        common = {
+            "ansible_ssh_private_key_file": str(key),
+            "ansible_ssh_common_args": f"-o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes"
+            " -o IdentitiesOnly=yes",
+            "ansible_python_interpreter": "/usr/bin/python3",
+        }
+        inventory = {
+            "cluster": {
+                "children": {
+                    "master": {"hosts": {"head": {**common, "ansible_host": master_ip, "ansible_user": "amx"}}},
+                    "workers": {
+                        "hosts": {
+                            "compute-a": {
+                                **common,
+                                "ansible_host": worker_ip,
+                                "ansible_port": PORT,
+                                "ansible_user": USER,
+                            }
+                        }
+                    },
+                }
+            }
+        }
+        (folder / "inventory.yml").write_text(json.dumps(inventory, indent=1) + "\n")
+        (folder / "mesh.yml").write_text(
+            "- name: Wire the mesh\n  hosts: cluster\n  gather_facts: true\n  gather_subset: [min, network]\n"
+            "  roles:\n    - amx.cluster.ssh_mesh\n"
+        )
+        yield {"folder": folder, "master": names[0], "worker": worker, "worker_ip": worker_ip}
+    finally:
+        run(["docker", "rm", "-f", *names], check=False)
+        run(["docker", "network", "rm", prefix], check=False)
+
+
+def playbook(fleet: Dict) -> subprocess.CompletedProcess:
+    folder = fleet["folder"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
+    env.update(
+        HOME=str(folder),
+        PATH=f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}",
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+        ANSIBLE_NOCOLOR="1",
+        ANSIBLE_HOST_KEY_CHECKING="true",
+    )
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(folder / "inventory.yml"), str(folder / "mesh.yml")]
+    return subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True, timeout=900, check=False)
+
+
+def recap(output: str) -> Dict[str, Dict[str, int]]:
+    counts = {}
+    for host, stats in re.findall(r"^(\S+)\s+:\s+(ok=.*)$", output, re.MULTILINE):
+        counts[host] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", stats)}
+    return counts
+
+
+@pytest.fixture(scope="module")
+def wired(fleet):
+    first = playbook(fleet)
+    assert first.returncode == 0, first.stdout[-8000:] + first.stderr[-3000:]
+    second = playbook(fleet)
+    assert second.returncode == 0, second.stdout[-8000:] + second.stderr[-3000:]
+    return fleet, recap(second.stdout)
+
+
+def test_the_second_run_changes_nothing(wired):
+    _fleet, counts = wired
+    assert set(counts) == {"head", "compute-a"}, counts
+    assert all(c["changed"] == 0 and c["failed"] == 0 for c in counts.values()), counts
+
+
+def test_the_config_carries_the_workers_port_and_user(wired):
+    fleet, _ = wired
+    config = on(fleet["master"], "cat ~/.ssh/config", user="amx").stdout
+    entry = config[config.index("Host node1") :].splitlines()
+    assert entry[1:4] == [f"    HostName {fleet['worker_ip']}", f"    Port {PORT}", f"    User {USER}"], config
+
+
+def test_the_workers_host_key_is_pinned_under_address_and_port(wired):
+    fleet, _ = wired
+    ip = fleet["worker_ip"]
+    found = on(fleet["master"], f"ssh-keygen -F '[{ip}]:{PORT}'", user="amx", check=False)
+    assert found.returncode == 0 and " ssh-ed25519 " in found.stdout, found.stdout + found.stderr
+    assert "|1|" in found.stdout  # hashed
+    # Not under the bare address, which ssh looks up for port 22 only.
+    assert on(fleet["master"], f"ssh-keygen -F {ip}", user="amx", check=False).returncode == 1
+
+
+def test_the_master_reaches_the_worker_by_alias_as_its_user_host_key_checked(wired):
+    fleet, _ = wired
+    answer = on(fleet["master"], "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes node1 whoami", user="amx")
+    assert answer.stdout.strip() == USER
+
+
+def test_the_train_preflight_ssh_check_reaches_the_worker(wired):
+    fleet, _ = wired
+    defaults = yaml.safe_load((REPO / "roles" / "train" / "defaults" / "main.yml").read_text())
+    options = " ".join(defaults["train_ssh_options"])
+    assert on(fleet["master"], f"ssh {options} node1 true", user="amx", check=False).returncode == 0
+
+
+def test_the_agents_sweep_reaches_the_worker_through_the_mesh(wired):
+    """train_agent.remote, as the supervisor calls it on the master: `ssh node1 python3 - scan {...}`."""
+    fleet, _ = wired
+    master = fleet["master"]
+    run(["docker", "cp", str(REPO / "plugins" / "module_utils" / "train_agent.py"), f"{master}:/tmp/train_agent.py"])
+    code = (
+        "import json, sys; sys.path.insert(0, '/tmp'); import train_agent; "
+        "print(json.dumps(train_agent.remote('node1', 'scan', {'ssh_options': ['-o', 'BatchMode=yes'],"
+        " 'python': 'python3'}, {'job': 'amx-port-test'})))"
+    )
+    answer = json.loads(on(master, f'python3 -c "{code}"', user="amx").stdout.strip().splitlines()[-1])
+    assert answer == {"processes": []}, answer
