@@ -76,18 +76,20 @@ def test_a_key_the_mesh_did_not_make_is_neither_used_nor_deleted(tmp_path, forei
     assert snapshot(SSH) == before
 
 
-@pytest.fixture
-def pinned_elsewhere():
+@pytest.fixture(params=[22, 2222], ids=["port-22", "port-2222"])
+def pinned_elsewhere(request):
     """A line of the user's own in the mesh user's known_hosts that pins another ed25519 key for the worker's
-    address (127.0.0.2); the file is put back as it was afterwards."""
+    address (127.0.0.2, or [127.0.0.2]:2222 for a worker whose sshd listens there); the file is put back as it was
+    afterwards. Yields the file and the worker's port."""
     made_folder = not SSH.exists()
     SSH.mkdir(mode=0o700, exist_ok=True)
     known = SSH / "known_hosts"
     before = known.read_bytes() if known.exists() else None
+    name = "127.0.0.2" if request.param == 22 else f"[127.0.0.2]:{request.param}"
     with known.open("a") as out:
-        out.write(f"127.0.0.2 ssh-ed25519 {OTHER_HOST_KEY}\n")
+        out.write(f"{name} ssh-ed25519 {OTHER_HOST_KEY}\n")
     try:
-        yield known
+        yield known, request.param
     finally:
         if before is None:
             known.unlink(missing_ok=True)
@@ -98,17 +100,22 @@ def pinned_elsewhere():
 
 
 def test_a_known_hosts_line_the_mesh_did_not_write_is_not_replaced(tmp_path, pinned_elsewhere):
-    """ansible.builtin.known_hosts would remove every line of the address to pin the node's key."""
-    before = pinned_elsewhere.read_bytes()
-    run, touched = run_in_folder(tmp_path, TEST_PLAYBOOKS / "mesh.yml", mesh_inventory(tmp_path), {}, check=True)
+    """ansible.builtin.known_hosts would remove every line of the address to pin the node's key; off port 22 the
+    address is looked up as [address]:port, the name ssh and the pin use."""
+    known, port = pinned_elsewhere
+    before = known.read_bytes()
+    inventory = mesh_inventory(tmp_path)
+    inventory["cluster"]["children"]["workers"]["hosts"]["node-b"]["ssh_mesh_port"] = port
+    name = "127.0.0.2" if port == 22 else f"[127.0.0.2]:{port}"
+    run, touched = run_in_folder(tmp_path, TEST_PLAYBOOKS / "mesh.yml", inventory, {}, check=True)
     expect = (
-        f"localhost: {SSH}/known_hosts on the master localhost pins another ed25519 host key for 127.0.0.2 (node-b)",
+        f"localhost: {SSH}/known_hosts on the master localhost pins another ed25519 host key for {name} (node-b)",
         "remove the old lines yourself (ssh-keygen -R ADDRESS -f that file, as the mesh user)",
         "Nothing was changed on any node",
     )
     assert_refused(run, "localhost", "ssh_mesh", expect, touched)
     assert_refused(run, "node-b", "ssh_mesh", ("node-b:", "pins another ed25519 host key"), touched)
-    assert pinned_elsewhere.read_bytes() == before
+    assert known.read_bytes() == before
 
 
 def test_check_mode_runs_clean_on_a_fresh_node(tmp_path):
