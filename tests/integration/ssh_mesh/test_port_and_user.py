@@ -8,8 +8,10 @@ master (sshd on 22, user amx) and a worker whose sshd listens on 2222 only and w
 Ansible reaches it (ansible_port: 2222, ansible_user: runner). The role runs twice (the second run changes nothing),
 then the master reaches the worker by its alias the ways the collection does: the role's own check, the train
 preflight's ssh options, and the training agent's sweep through the mesh (module_utils/train_agent.py `remote`),
-host keys checked against the pins. mpirun reaches a node by the same alias through the same ~/.ssh/config (the
-node image has no MPI, so the launcher itself does not run here; the cluster scenario runs it).
+host keys checked against the pins. mpirun reaches a node by the same alias through the same ~/.ssh/config: Hydra
+starts its proxy with `ssh -x node1 ...`, no port or user of its own. The node image has no MPI, so the launcher does
+not run here (installing mpich in both containers takes minutes); done once by hand on this fleet, `mpirun -localhost
+MASTER_ADDR -f ~/hosts -n 2 -ppn 1` as amx ran its second rank on the worker, as runner.
 """
 
 from __future__ import annotations
