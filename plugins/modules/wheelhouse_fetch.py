@@ -89,7 +89,7 @@ EXAMPLES = r"""
   amx.cluster.wheelhouse_fetch:
     dest: "{{ cache }}/{{ key }}"
     pip: ["{{ ansible_playbook_python }}", -m, pip]
-    args: [download, --dest, "{{ cache }}/{{ key }}.partial", --only-binary=:all:, --implementation, cp,
+    args: [download, --dest, "{{ cache }}/{{ key }}.partial", "--only-binary=:all:", --implementation, cp,
            --python-version, "3.8", --platform, manylinux2014_x86_64, -r, "{{ cache }}/{{ key }}.partial/req.txt"]
     files:
       req.txt: "requests\n"

@@ -108,7 +108,7 @@ def runs(node):
 
 
 def test_the_wheelhouse_is_made_for_the_nodes_markers_under_a_path_with_a_quote(node, runs):
-    first, _ = runs
+    first = runs[0]
     assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
     freeze = subprocess.run(
         [str(node["venv"] / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True, text=True, check=True
@@ -125,7 +125,7 @@ def test_the_wheelhouse_is_made_for_the_nodes_markers_under_a_path_with_a_quote(
 
 
 def test_a_second_run_downloads_nothing(runs):
-    _, second = runs
+    second = runs[1]
     assert second.returncode == 0, second.stdout[-6000:] + second.stderr[-2000:]
     task = second.stdout.split("TASK [amx.cluster.torch_stack : Download the wheelhouses on the controller]")[1]
     task = task.split("TASK [")[0]
