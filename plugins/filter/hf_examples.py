@@ -19,9 +19,7 @@ _FILTERS = {
     "hf_examples_download_spec": ex.download_spec,
     # spec | hf_examples_download_args(folder, extra_args) -> pip arguments after the runner
     "hf_examples_download_args": ex.download_args,
-    # controller_pip | hf_examples_controller_command(runner, markers_file) -> argv before the pip arguments
-    "hf_examples_controller_command": ex.controller_command,
-    # controller_pip | hf_examples_controller_pip_problem -> "" or the reason it cannot be used
+    # controller_pip | hf_examples_controller_pip_problem(variable) -> "" or the reason it cannot be used
     "hf_examples_controller_pip_problem": ex.controller_pip_problem,
     # freeze_text | hf_examples_constraints -> "name==version" lines
     "hf_examples_constraints": ex.constraints_text,

@@ -17,7 +17,12 @@ import json
 import re
 from typing import Any, Dict, List, Mapping, Sequence
 
-from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import index_args, major_minor, normalize_name
+from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import (
+    KERNEL_MARKER_KEYS,
+    index_args,
+    major_minor,
+    normalize_name,
+)
 
 # The URL forms the role accepts (README "Repository URL"): https, ssh, git and file URLs, scp-like
 # [user@]host:path, and an absolute local path. http is left out (no transport security), and so is every
@@ -121,8 +126,9 @@ def input_problems(url: Any, ref: Any) -> List[str]:
 #
 # pip download takes --python-version, --platform and --implementation for the wheels it picks, but it evaluates
 # environment markers (``pkg; python_version < "3.10"``, in a requirements file and in every dependency's metadata)
-# with the interpreter that runs it: the controller's. The role therefore runs pip through a small runner
-# (roles/hf_examples/files/pip_node_markers.py) that hands pip the node's PEP 508 marker values, probed on the node.
+# with the interpreter that runs it: the controller's. The roles therefore run pip through a small runner
+# (plugins/plugin_utils/pip_node_markers.py, started by the amx.cluster.wheelhouse_fetch action) that hands pip the
+# node's PEP 508 marker values, probed on the node.
 
 # The PEP 508 marker variables (the ``extra`` marker is pip's own business).
 MARKER_KEYS = (
@@ -139,9 +145,8 @@ MARKER_KEYS = (
     "sys_platform",
 )
 
-# Marker values that change with every kernel update: kept in the download's marker values (the first node's), left
-# out of the download's key, so that nodes which differ only in them share one download.
-_KERNEL_KEYS = ("platform_release", "platform_version")
+# Marker values that change with every kernel update (stack_profile.KERNEL_MARKER_KEYS): kept in the download's
+# marker values (the first node's), left out of the download's key.
 
 _IMPLEMENTATION_TAGS = {"cpython": "cp", "pypy": "pp"}
 
@@ -221,7 +226,7 @@ def download_spec(
         ),
         "markers": markers,
     }
-    keyed = dict(spec, markers={k: v for k, v in markers.items() if k not in _KERNEL_KEYS})
+    keyed = dict(spec, markers={k: v for k, v in markers.items() if k not in KERNEL_MARKER_KEYS})
     text = json.dumps(keyed, sort_keys=True, separators=(",", ":"))
     spec["key"] = hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
     return spec
@@ -240,23 +245,26 @@ def download_args(spec: Mapping[str, Any], folder: str, extra_args: Sequence[str
     return [*args, "-c", f"{folder}/constraints.txt", "-r", f"{folder}/requirements.in"]
 
 
-def controller_pip_problem(controller_pip: Any) -> str:
-    """Why ``hf_examples_controller_pip`` cannot carry the nodes' marker values, or "" when it can: it must be
-    ``[PYTHON, -m, pip, *pip's global options]``."""
+def controller_pip_problem(controller_pip: Any, variable: str = "hf_examples_controller_pip") -> str:
+    """Why the controller's pip command (``variable``: hf_examples_controller_pip, torch_stack_controller_pip) cannot
+    carry the nodes' marker values, or "" when it can: it must be ``[PYTHON, -m, pip, *pip's global options]``."""
     argv = list(controller_pip) if isinstance(controller_pip, (list, tuple)) else None
     if argv is None or len(argv) < 3 or [str(a) for a in argv[1:3]] != ["-m", "pip"] or not argv[0]:
+        role = variable[: -len("_controller_pip")] if variable.endswith("_controller_pip") else variable
         return (
-            f"hf_examples_controller_pip is {controller_pip!r}: in wheelhouse mode it must be [PYTHON, -m, pip] (pip's "
-            "global options may follow), because the role runs that Python's pip with the nodes' marker values: set "
-            "it so, or use hf_examples_install_mode: direct"
+            f"{variable} is {controller_pip!r}: in wheelhouse mode it must be [PYTHON, -m, pip] (pip's global options "
+            "may follow), because the role runs that Python's pip with the nodes' marker values: set it so, or use "
+            f"{role}_install_mode: direct"
         )
     return ""
 
 
-def controller_command(controller_pip: Sequence[str], runner: str, markers_file: str) -> List[str]:
+def controller_command(
+    controller_pip: Sequence[str], runner: str, markers_file: str, variable: str = "hf_examples_controller_pip"
+) -> List[str]:
     """The command that runs the controller's pip with a node's marker values; the runner takes the place of
-    ``-m pip`` in ``hf_examples_controller_pip``."""
-    problem = controller_pip_problem(controller_pip)
+    ``-m pip`` in the controller's pip command (``variable`` names it in the error)."""
+    problem = controller_pip_problem(controller_pip, variable)
     if problem:
         raise ExamplesError(problem)
     argv = [str(arg) for arg in controller_pip]

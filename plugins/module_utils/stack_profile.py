@@ -300,16 +300,29 @@ def requirements_hash(resolved: Mapping[str, Any]) -> str:
     )
 
 
-def wheelhouse_key(resolved: Mapping[str, Any], python_version: str, platforms: Sequence[str]) -> str:
-    """Cache key of a controller wheelhouse: the requirements, their sources, the Python and platform tags."""
-    return _digest(
-        {
-            "requirements": requirements_hash(resolved),
-            "python": major_minor(python_version),
-            "platforms": list(platforms),
-        },
-        length=16,
-    )
+# PEP 508 marker values that change with every kernel update: left out of a download's key, so that nodes which
+# differ only in them share one download (made with the first node's values).
+KERNEL_MARKER_KEYS = ("platform_release", "platform_version")
+
+
+def wheelhouse_key(
+    resolved: Mapping[str, Any],
+    python_version: str,
+    platforms: Sequence[str],
+    markers: Optional[Mapping[str, Any]] = None,
+) -> str:
+    """Cache key of a controller wheelhouse: the requirements, their sources, the Python and platform tags, and the
+    node's PEP 508 marker values when given (all but the kernel's)."""
+    payload: Dict[str, Any] = {
+        "requirements": requirements_hash(resolved),
+        "python": major_minor(python_version),
+        "platforms": list(platforms),
+    }
+    if markers is not None:
+        if not isinstance(markers, Mapping):
+            raise StackProfileError(f"the node's marker values must be a mapping, got {type(markers).__name__}")
+        payload["markers"] = {str(k): v for k, v in markers.items() if k not in KERNEL_MARKER_KEYS}
+    return _digest(payload, length=16)
 
 
 def pip_download_args(

@@ -22,6 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from ansible_env import ansible_env
+
 REPO = pathlib.Path(__file__).resolve().parents[3]
 HERE = pathlib.Path(__file__).resolve().parent
 VENV_BIN = REPO / ".venv" / "bin"
@@ -150,14 +152,9 @@ def changes(before: Dict[str, str], after: Dict[str, str], under: Sequence[str] 
 
 
 def environment(home: pathlib.Path, events: pathlib.Path) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "AWS_", "PIP_"))}
-    env.update(
-        HOME=str(home),
-        PATH="{}:{}".format(VENV_BIN, env.get("PATH", "/usr/bin:/bin")),
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
+    return ansible_env(
+        home,
+        drop=("AWS_", "PIP_"),
         ANSIBLE_CALLBACK_PLUGINS=str(HERE / "callback_plugins"),
         ANSIBLE_CALLBACKS_ENABLED="bad_input_events",
         ANSIBLE_FORKS="8",
@@ -168,7 +165,6 @@ def environment(home: pathlib.Path, events: pathlib.Path) -> Dict[str, str]:
         PIP_NO_INDEX="1",
         PIP_DISABLE_PIP_VERSION_CHECK="1",
     )
-    return env
 
 
 def ansible_playbook(

@@ -169,6 +169,16 @@ CASES = [
         ("torch_stack_install_mode", "must be one of: wheelhouse, direct", "offline"),
     ),
     Case(
+        "controller-pip-not-python-m-pip",
+        "torch_stack",
+        {"torch_stack_install_mode": "wheelhouse", "torch_stack_controller_pip": ["pip3"]},
+        (
+            "controller-pip-not-python-m-pip: torch_stack_controller_pip is ['pip3']: in wheelhouse mode it must be "
+            "[PYTHON, -m, pip]",
+            "or use torch_stack_install_mode: direct",
+        ),
+    ),
+    Case(
         "index-unreachable",
         "torch_stack",
         {"torch_stack_extra_index_urls": [f"http://127.0.0.1:{CLOSED_PORT}/simple/"]},

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import pathlib
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from typing import Any, Dict, List, Optional
 
 import moto_server
 import pytest
+from ansible_env import ansible_env
 from ec2_helpers import ACCESS_KEY_ID, AMIS, REGION, REPO, SECRET_ACCESS_KEY, VENV_BIN, Run, parse_recap
 
 
@@ -129,10 +129,9 @@ def home(tmp_path) -> pathlib.Path:
 @pytest.fixture
 def aws_env(moto, home) -> Dict[str, str]:
     """The environment of every Ansible subprocess: clean, local, with dummy credentials."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "ANSIBLE_", "BOTO"))}
-    env.update(
-        HOME=str(home),
-        PATH="{}:{}".format(VENV_BIN, env.get("PATH", "/usr/bin:/bin")),
+    env = ansible_env(
+        home,
+        drop=("AWS_", "BOTO"),
         AWS_ACCESS_KEY_ID=ACCESS_KEY_ID,
         AWS_SECRET_ACCESS_KEY=SECRET_ACCESS_KEY,
         AWS_REGION=REGION,
@@ -141,10 +140,6 @@ def aws_env(moto, home) -> Dict[str, str]:
         AWS_EC2_METADATA_DISABLED="true",
         AWS_CONFIG_FILE=str(home / ".aws" / "config"),
         AWS_SHARED_CREDENTIALS_FILE=str(home / ".aws" / "credentials"),
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        ANSIBLE_FORCE_COLOR="0",
-        ANSIBLE_RETRY_FILES_ENABLED="0",
         NO_PROXY="127.0.0.1,localhost",
         no_proxy="127.0.0.1,localhost",
     )

@@ -23,7 +23,7 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 PROFILES = yaml.safe_load((REPO / "roles" / "torch_stack" / "vars" / "profiles.yml").read_text())[
     "__torch_stack_profiles"
 ]
-RUNNER = REPO / "roles" / "hf_examples" / "files" / "pip_node_markers.py"
+RUNNER = REPO / "plugins" / "plugin_utils" / "pip_node_markers.py"
 PROBE = REPO / "roles" / "hf_examples" / "files" / "probe_node.py"
 
 # examples/pytorch/question-answering/requirements.txt of transformers (run_qa.py's folder), as the tags carry it.

@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import pytest
+from ansible_env import ansible_env
 from conftest import QA_REQUIREMENTS, REPO, pip_env
 from standin_index import SimpleIndex
 from test_resolution_standins import build_standins, local_python
@@ -79,7 +80,8 @@ def host_vars(setting, venv: pathlib.Path, mode: str) -> dict:
         "hf_examples_user": "root",
         "hf_examples_install_os_packages": False,
         "hf_examples_install_mode": mode,
-        "hf_examples_controller_cache": str(folder / "controller-cache"),
+        # A quote and a space in the controller's path: the download passes it to pip as an argument, never to a shell.
+        "hf_examples_controller_cache": str(folder / "controller's cache"),
         "hf_examples_node_wheelhouse": str(folder / "node-wheelhouse"),
         # What torch_stack publishes for recipe-2022 with its indexes pointed at the stand-ins.
         "torch_stack_indexes": {
@@ -96,13 +98,8 @@ def run_role(setting, hosts: dict) -> subprocess.CompletedProcess:
     playbook.write_text("- hosts: all\n  gather_facts: false\n  roles:\n    - role: amx.cluster.hf_examples\n")
     inventory = folder / "inventory.json"
     inventory.write_text(json.dumps({"all": {"hosts": hosts}}))
-    env = pip_env(folder)
-    env.update(
-        PATH=f"{VENV_BIN}:{env.get('PATH', '/usr/bin:/bin')}",
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-        ANSIBLE_NOCOLOR="1",
-        HOME=str(folder),
-    )
+    pip_settings = {key: value for key, value in pip_env(folder).items() if key.startswith("PIP_")}
+    env = ansible_env(folder, drop=("PIP_",), **pip_settings)
     return subprocess.run(
         [str(VENV_BIN / "ansible-playbook"), "-i", str(inventory), str(playbook)],
         capture_output=True,
@@ -147,3 +144,14 @@ def test_the_role_installs_the_requirements_for_the_nodes_python(setting, runs, 
     recap = [line for line in second.stdout.splitlines() if line.startswith(f"node-{mode} ")]
     assert recap and "changed=0" in recap[-1], second.stdout[-3000:]
     assert sys.version_info[:2] != (3, 8), "the controller must not be the node's Python for this test to mean much"
+
+
+def test_the_controller_keeps_one_complete_download_under_a_path_with_a_quote(setting, runs):
+    venvs, first = runs[:2]
+    assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
+    cache = setting["top"] / f"{venvs['wheelhouse'].name}-paths" / "controller's cache"
+    downloads = sorted(cache.iterdir())
+    assert [p.suffix for p in downloads] == [""], downloads  # one download, no .partial left
+    names = {p.name for p in downloads[0].iterdir()}
+    assert {"requirements.in", "constraints.txt", "markers.json"} <= names
+    assert any(name.startswith("importlib_metadata-6.7.0-") for name in names), names

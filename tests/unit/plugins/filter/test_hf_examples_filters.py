@@ -26,7 +26,6 @@ def test_every_filter_is_exported():
         "hf_examples_indexes",
         "hf_examples_download_spec",
         "hf_examples_download_args",
-        "hf_examples_controller_command",
         "hf_examples_controller_pip_problem",
         "hf_examples_constraints",
         "hf_examples_script_problems",
@@ -34,7 +33,10 @@ def test_every_filter_is_exported():
 
 
 def test_bad_input_names_the_filter():
-    with pytest.raises(
-        AnsibleFilterError, match=r"amx\.cluster\.hf_examples_controller_command: hf_examples_controller_pip"
-    ):
-        FILTERS["hf_examples_controller_command"](["/usr/bin/pip3"], "/r.py", "/m.json")
+    with pytest.raises(AnsibleFilterError, match=r"amx\.cluster\.hf_examples_indexes: hf_examples_index_url must be"):
+        FILTERS["hf_examples_indexes"]({}, 3)
+
+
+def test_the_pip_check_names_the_variable_it_is_given():
+    problem = FILTERS["hf_examples_controller_pip_problem"](["pip3"], "torch_stack_controller_pip")
+    assert problem.startswith("torch_stack_controller_pip is ['pip3']")

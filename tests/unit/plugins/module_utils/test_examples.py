@@ -187,6 +187,13 @@ def test_the_controller_command_puts_the_runner_in_place_of_dash_m_pip():
             ex.controller_command(bad, "/r.py", "/m.json")
 
 
+def test_the_controller_pip_problem_names_the_variable_and_its_roles_install_mode():
+    problem = ex.controller_pip_problem(["pip3"], "torch_stack_controller_pip")
+    assert problem.startswith("torch_stack_controller_pip is ['pip3']: in wheelhouse mode it must be [PYTHON, -m, pip]")
+    assert problem.endswith("or use torch_stack_install_mode: direct")
+    assert ex.controller_pip_problem(["pip3"]).endswith("or use hf_examples_install_mode: direct")
+
+
 # ---------------------------------------------------------------------------------------------- the script's imports
 
 

@@ -210,6 +210,18 @@ def test_wheelhouse_key_depends_on_what_matters():
     assert key != sp.wheelhouse_key(resolve("native", extra_index_urls=[]), "3.11.2", tags)
 
 
+def test_wheelhouse_key_takes_the_nodes_markers_but_the_kernels():
+    base, tags = resolve("native"), sp.platform_tags("x86_64", "2.36")
+    node = {"python_full_version": "3.11.2", "platform_release": "6.1.0-13-amd64", "platform_version": "#1 SMP"}
+    key = sp.wheelhouse_key(base, "3.11.2", tags, node)
+    assert key != sp.wheelhouse_key(base, "3.11.2", tags)
+    assert key == sp.wheelhouse_key(base, "3.11.2", tags, dict(node, platform_release="6.1.0-18-amd64"))
+    assert key == sp.wheelhouse_key(base, "3.11.2", tags, dict(node, platform_version="#2 SMP PREEMPT"))
+    assert key != sp.wheelhouse_key(base, "3.11.2", tags, dict(node, python_full_version="3.11.9"))
+    with pytest.raises(sp.StackProfileError, match="must be a mapping"):
+        sp.wheelhouse_key(base, "3.11.2", tags, ["3.11.2"])
+
+
 def test_pip_download_args():
     resolved = resolve("ipex-2.8", extra_index_urls=[])
     args = sp.pip_download_args(resolved, "3.11.2", ["manylinux_2_28_x86_64", "linux_x86_64"], "/tmp/wh")

@@ -9,8 +9,9 @@ pip download picks wheels for --python-version / --platform / --implementation, 
 (``pkg; python_version < "3.10"``, in requirement files and in every dependency's metadata) with the interpreter that
 runs it. This runner replaces the function pip reads those values from (its vendored packaging's
 ``markers.default_environment``) with the node's values from MARKERS.json (a JSON object of the PEP 508 variables,
-written by the hf_examples role from its probe of the node), then runs pip's own command line with the remaining
-arguments. It changes nothing else in pip.
+written by the amx.cluster.wheelhouse_fetch action from the roles' probe of the node), then runs pip's own command
+line with the remaining arguments. It changes nothing else in pip. It runs as a script, by the Python of the
+controller's pip (torch_stack_controller_pip, hf_examples_controller_pip), which need not be the one of Ansible.
 """
 
 import json
@@ -50,7 +51,7 @@ def main(argv):
         from pip._internal.cli.main import main as pip_main
         from pip._vendor.packaging import markers
     except ImportError as exc:
-        return fail("this Python has no pip to run (" + str(exc) + "): set hf_examples_controller_pip")
+        return fail("this Python has no pip to run (" + str(exc) + "): set the role's controller_pip to another Python")
     if not callable(getattr(markers, "default_environment", None)):
         return fail("this pip's packaging has no markers.default_environment: use another pip version")
     node = {key: values[key] for key in KEYS}

@@ -1,0 +1,132 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""torch_stack's wheelhouse path, run by ansible-playbook on this machine (connection local): the controller's
+download under a cache path that holds a quote and a space, with the marker values that the role's own probe
+(files/probe_python.py) reads from the node's Python, packed into one tar, unpacked on the node and installed with
+--no-index; a second run downloads nothing.
+
+The node's Python is CPython 3.8 (pyenv's), the controller's 3.11: the stand-in package alpha needs beta only on
+Pythons older than 3.9, as many packages declare a backport, so beta reaches the node only when pip judges the
+markers for the node. The profile is a stand-in too (alpha from a local find-links folder): the real stacks need
+indexes this machine cannot reach. The test enters at the role's install_wheelhouse tasks with the facts its
+preflight would have set; the preflight itself is covered by the bad-input tests and the molecule scenario.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tarfile
+
+import pytest
+from ansible_env import ansible_env
+from standin_index import wheel
+
+from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+VENV_BIN = REPO / ".venv" / "bin"
+PROBE = REPO / "roles" / "torch_stack" / "files" / "probe_python.py"
+PYENV = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv")) / "versions"
+
+PLAY = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Install through the controller wheelhouse
+      ansible.builtin.include_role:
+        name: amx.cluster.torch_stack
+        tasks_from: install_wheelhouse
+"""
+
+
+def node_python():
+    found = sorted(PYENV.glob("3.8.*/bin/python3.8"))
+    return found[-1] if found else None
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    python = node_python()
+    if python is None:
+        pytest.skip("no CPython 3.8 on this machine (pyenv's): the test needs a node Python older than 3.9")
+    top = tmp_path_factory.mktemp("torch-stack-wheelhouse")
+    links = top / "links"
+    wheel(links, "alpha", "1.0", requires=["gamma", 'beta; python_version < "3.9"'])
+    wheel(links, "beta", "1.0")
+    wheel(links, "gamma", "1.0")
+    venv = top / "venv"
+    subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True)
+    probe = subprocess.run([str(python), str(PROBE)], check=True, capture_output=True, text=True)
+    return {"top": top, "links": links, "venv": venv, "probe": json.loads(probe.stdout.splitlines()[-1])}
+
+
+def host_vars(node) -> dict:
+    probe, top = node["probe"], node["top"]
+    resolved = {
+        "name": "stand-in",
+        "requirements": ["alpha==1.0"],
+        "index_url": None,
+        "extra_index_urls": [],
+        "find_links": [str(node["links"])],
+    }
+    platforms = sp.platform_tags(probe["machine"], probe["libc_version"])
+    spec = {"python": sp.major_minor(probe["version"]), "platforms": platforms, "markers": probe["markers"]}
+    spec.update(resolved=resolved, key=sp.wheelhouse_key(resolved, probe["version"], platforms, probe["markers"]))
+    # Where the role's install step wrote them (its vars/main.yml derives the path from torch_stack_venv).
+    (node["venv"] / "torch-stack-requirements.txt").write_text("alpha==1.0\n")
+    return {
+        "ansible_connection": "local",
+        "ansible_python_interpreter": str(VENV_BIN / "python"),
+        "torch_stack_user": "root",
+        "torch_stack_venv": str(node["venv"]),
+        "torch_stack_controller_cache": str(top / "controller's cache"),
+        "torch_stack_controller_pip_extra_args": ["--no-index"],
+        "torch_stack_node_wheelhouse": str(top / "node-wheelhouse"),
+        "__torch_stack_install_needed": True,
+        "__torch_stack_wheelhouse": spec,
+    }
+
+
+def run(node) -> subprocess.CompletedProcess:
+    top = node["top"]
+    (top / "play.yml").write_text(PLAY)
+    (top / "inventory.json").write_text(json.dumps({"all": {"hosts": {"node": host_vars(node)}}}))
+    env = ansible_env(top / "home")
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_CACHE_DIR=str(top / "pip-cache"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(top / "inventory.json"), str(top / "play.yml")]
+    return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=top, timeout=600, check=False)
+
+
+@pytest.fixture(scope="module")
+def runs(node):
+    return run(node), run(node)
+
+
+def test_the_wheelhouse_is_made_for_the_nodes_markers_under_a_path_with_a_quote(node, runs):
+    first = runs[0]
+    assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
+    freeze = subprocess.run(
+        [str(node["venv"] / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True, text=True, check=True
+    ).stdout
+    assert sp.parse_freeze(freeze) == {"alpha": "1.0", "beta": "1.0", "gamma": "1.0"}
+    cache = node["top"] / "controller's cache"
+    downloads = sorted(cache.iterdir())
+    assert [p.suffix for p in downloads] == [""], downloads  # one download, no .partial left
+    assert sorted(p.name for p in downloads[0].iterdir()) == ["markers.json", "requirements.txt", "wheels.tar"]
+    with tarfile.open(downloads[0] / "wheels.tar") as archive:
+        assert [name.split("-")[0] for name in archive.getnames()] == ["alpha", "beta", "gamma"]
+    assert list((node["top"] / "node-wheelhouse").iterdir()) == [], "the node's copy is removed after the install"
+    assert sys.version_info[:2] >= (3, 9), "the controller must not judge the markers as the node for this to mean much"
+
+
+def test_a_second_run_downloads_nothing(runs):
+    second = runs[1]
+    assert second.returncode == 0, second.stdout[-6000:] + second.stderr[-2000:]
+    task = second.stdout.split("TASK [amx.cluster.torch_stack : Download the wheelhouses on the controller]")[1]
+    task = task.split("TASK [")[0]
+    assert "changed:" not in task and "ok: [node]" in task, task

@@ -1,0 +1,145 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The controller's wheelhouse download (plugin_utils/wheelhouse.py), with the real pip of this Python against a
+folder of stand-in wheels (--no-index --find-links): the cache folder, the node's marker values, the tar, a path with
+a quote, failures that leave no download behind and bad input refused before anything is written."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tarfile
+
+import pytest
+from standin_index import wheel
+
+from ansible_collections.amx.cluster.plugins.plugin_utils import wheelhouse as wh
+
+PIP = [sys.executable, "-m", "pip"]
+
+
+def markers(python: str) -> dict:
+    return {
+        "implementation_name": "cpython",
+        "implementation_version": python,
+        "os_name": "posix",
+        "platform_machine": "x86_64",
+        "platform_python_implementation": "CPython",
+        "platform_release": "5.15.0-1051-aws",
+        "platform_system": "Linux",
+        "platform_version": "#56~20.04.1-Ubuntu SMP",
+        "python_full_version": python,
+        "python_version": ".".join(python.split(".")[:2]),
+        "sys_platform": "linux",
+    }
+
+
+@pytest.fixture
+def links(tmp_path, monkeypatch):
+    """alpha needs gamma always and beta only on Pythons older than 3.9 (a backport, as many packages declare)."""
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_DISABLE_PIP_VERSION_CHECK", "1")
+    monkeypatch.setenv("PIP_CACHE_DIR", str(tmp_path / "pip-cache"))
+    folder = tmp_path / "links"
+    wheel(folder, "alpha", "1.0", requires=["gamma", 'beta; python_version < "3.9"'])
+    wheel(folder, "beta", "1.0")
+    wheel(folder, "gamma", "1.0")
+    return folder
+
+
+def args(links, dest, python="3.8"):
+    work = wh.partial_dir(str(dest))
+    return ["download", "--no-index", "--find-links", str(links), "--dest", work, "--only-binary=:all:",
+            "--implementation", "cp", "--python-version", python, "-r", f"{work}/requirements.txt"]  # fmt: skip
+
+
+def test_downloads_for_the_nodes_markers_into_a_path_with_a_quote_and_packs_the_wheels(tmp_path, links):
+    dest = tmp_path / "cache's dir" / "key 1"
+    files = {"requirements.txt": "alpha==1.0\n"}
+    done = wh.fetch(str(dest), PIP, args(links, dest), files=files, markers=markers("3.8.10"), pack=True)
+    assert done == {
+        "changed": True,
+        "cached": False,
+        "path": str(dest),
+        "wheels": ["alpha-1.0-py3-none-any.whl", "beta-1.0-py3-none-any.whl", "gamma-1.0-py3-none-any.whl"],
+    }
+    assert sorted(p.name for p in dest.iterdir()) == ["markers.json", "requirements.txt", "wheels.tar"]
+    assert (dest / "requirements.txt").read_text() == "alpha==1.0\n"
+    with tarfile.open(dest / "wheels.tar") as archive:
+        assert archive.getnames() == done["wheels"]
+    assert not os.path.lexists(wh.partial_dir(str(dest)))
+
+    again = wh.fetch(str(dest), PIP, args(links, dest), files=files, markers=markers("3.8.10"), pack=True)
+    assert again == {"changed": False, "cached": True, "path": str(dest), "wheels": []}
+
+
+def test_without_the_nodes_markers_pip_judges_for_its_own_python(tmp_path, links):
+    assert sys.version_info >= (3, 9), "the controller's Python must be newer than the node's for this test"
+    dest = tmp_path / "cache" / "plain"
+    done = wh.fetch(str(dest), PIP, args(links, dest), files={"requirements.txt": "alpha==1.0\n"})
+    # The node's Python 3.8 would need beta: the controller's markers leave it out.
+    assert done["wheels"] == ["alpha-1.0-py3-none-any.whl", "gamma-1.0-py3-none-any.whl"]
+    assert sorted(p.name for p in dest.iterdir()) == [*done["wheels"], "requirements.txt"]
+
+
+def test_a_failed_download_leaves_no_cache_folder_and_the_next_one_starts_clean(tmp_path, links):
+    dest = tmp_path / "cache" / "k"
+    with pytest.raises(wh.DownloadFailed) as failed:
+        wh.fetch(str(dest), PIP, args(links, dest), files={"requirements.txt": "missing-package==1.0\n"})
+    assert failed.value.rc != 0
+    assert any("missing-package" in line for line in failed.value.stderr_tail)
+    assert len(failed.value.stderr_tail) <= wh.STDERR_LINES
+    assert not dest.exists()
+    leftover = tmp_path / "cache" / "k.partial" / "stale.whl"
+    leftover.write_text("from the interrupted download")
+    done = wh.fetch(str(dest), PIP, args(links, dest), files={"requirements.txt": "gamma==1.0\n"})
+    assert done["wheels"] == ["gamma-1.0-py3-none-any.whl"]
+    assert "stale.whl" not in os.listdir(dest)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"files": {"../x": ""}}, "'../x' is not a plain file name"),
+        ({"files": {"markers.json": "{}"}}, "markers.json is written by the download itself"),
+        ({"files": {"r.txt": 3}}, "the content of r.txt must be text"),
+        ({"markers": {"python_version": "3.8"}}, "the node's marker values lack"),
+        ({"markers": markers("3.8.10"), "pip": ["/usr/bin/pip3"]}, r"pip3 is \['/usr/bin/pip3'\]|must be \[PYTHON"),
+        ({"pip": "python -m pip"}, "must be a list of non-empty strings"),
+    ],
+)
+def test_bad_input_is_refused_before_anything_is_written(tmp_path, links, kwargs, message):
+    dest = tmp_path / "cache" / "k"
+    pip = kwargs.pop("pip", PIP)
+    with pytest.raises(ValueError, match=message):
+        wh.fetch(str(dest), pip, args(links, dest), **kwargs)
+    assert not (tmp_path / "cache").exists()
+
+
+def test_the_pip_variable_is_named_in_the_error(tmp_path, links):
+    with pytest.raises(ValueError, match=r"torch_stack_controller_pip is .*torch_stack_install_mode: direct"):
+        wh.fetch(str(tmp_path / "k"), ["pip3"], [], markers=markers("3.8.10"), variable="torch_stack_controller_pip")
+
+
+def test_check_mode_writes_nothing(tmp_path, links):
+    dest = tmp_path / "cache" / "k"
+    done = wh.fetch(str(dest), PIP, args(links, dest), files={"requirements.txt": "gamma\n"}, check_mode=True)
+    assert done["changed"] is True and done["cached"] is False
+    assert not (tmp_path / "cache").exists()
+
+
+def test_a_file_in_the_place_of_the_folder_is_refused(tmp_path, links):
+    dest = tmp_path / "k"
+    dest.write_text("not a download")
+    with pytest.raises(wh.WheelhouseError, match="exists and is not a folder"):
+        wh.fetch(str(dest), PIP, args(links, dest))
+    assert dest.read_text() == "not a download"
+
+
+def test_the_command_runs_pip_through_the_runner_only_with_markers():
+    assert wh.download_command([*PIP, "--isolated"], ["download", "x"]) == [*PIP, "--isolated", "download", "x"]
+    assert wh.download_command([*PIP, "--isolated"], ["download", "x"], "/c/k.partial/markers.json") == [
+        sys.executable, wh.RUNNER, "/c/k.partial/markers.json", "--isolated", "download", "x"
+    ]  # fmt: skip
+    assert os.path.isfile(wh.RUNNER)
