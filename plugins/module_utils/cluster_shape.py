@@ -221,7 +221,11 @@ def cluster_shape(
         listed = []
     else:
         listed = [str(worker) for worker in workers]
-    problems += worker_problems(listed, chosen, every, workers_var or "group workers")
+    if not workers_var or workers is None:
+        what = "group workers"
+    else:
+        what = f"{workers_var} (group workers)" if listed == group_workers else workers_var
+    problems += worker_problems(listed, chosen, every, what)
     if cluster:
         members = set(_names(groups.get("cluster"), "group cluster"))
         wanted = set(group_master) | set(listed)
