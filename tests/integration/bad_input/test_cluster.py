@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bad cluster shapes given to the roles that span nodes (ssh_mesh, mpi_hostfile): a missing master group, two
-masters, one machine under two names, a worker that is not in the inventory, a worker that cannot be reached.
+masters, one machine under two names, a node with no address (no ssh_mesh_address and no default route), a worker
+that is not in the inventory, a worker list given as a string, a worker that cannot be reached.
 
 Each case is a run of its own (these checks compare the hosts of one play), of playbooks/role.yml on this machine
 (connection local; the unreachable worker is an SSH host on a closed port of 127.0.0.1). ssh_mesh has no path
@@ -102,12 +103,36 @@ CASES = [
         {},
         "localhost",
         (
-            "localhost: the nodes' addresses (ssh_mesh_address) must be set and differ",
+            "localhost: the nodes' addresses (ssh_mesh_address, else the default route's) must differ",
             "localhost has '",
             "node-b has '",
             "two inventory names for one machine put it twice in the hostfile",
             "set ssh_mesh_address per host",
         ),
+    ),
+    ClusterCase(
+        "mesh-node-without-a-default-route",
+        "ssh_mesh",
+        cluster(
+            {"localhost": {**LOCAL, "ssh_mesh_address": "127.0.0.1"}},
+            {"node-b": {**LOCAL, "bad_input_no_default_route": True}},
+        ),
+        {},
+        "localhost",
+        (
+            "localhost: node-b has no address for the other nodes: ssh_mesh_address is not set and it has no default "
+            "route (ansible_facts.default_ipv4 has no address)",
+            "set ssh_mesh_address for node-b (a host variable) to the address the other nodes reach it on",
+            "Nothing was changed on any node",
+        ),
+    ),
+    ClusterCase(
+        "hostfile-workers-a-string",
+        "mpi_hostfile",
+        cluster({"localhost": dict(LOCAL)}, {"node-b": dict(LOCAL)}),
+        {"mpi_hostfile_workers": "node-b"},
+        "localhost",
+        ("localhost: mpi_hostfile_workers must be a list of inventory host names", "write it as a YAML list"),
     ),
     ClusterCase(
         "mesh-unknown-worker",
