@@ -22,6 +22,13 @@ import pytest
 from bad_input_helpers import LOCAL, TEST_PLAYBOOKS, assert_refused, cluster, node_paths, run_in_folder
 from net import free_port
 
+# ssh_mesh's argument spec and defaults/main.yml still give ssh_mesh_address a Jinja default
+# (ansible_facts.default_ipv4.address), which validation evaluates on every node: on a node without a default route
+# it stops there with a raw Jinja error, before the preflight can name the host. Issue 13, item 1 (static defaults:
+# ssh_mesh_address "" in both, the default route's address then chosen by cluster_shape) removes it; both cases pass
+# with that change. The mark is strict, so the case fails the suite once that lands until the mark goes.
+ARGUMENT_SPEC_DEFAULT = "ssh_mesh's argument spec and defaults give ssh_mesh_address a Jinja default (issue 13, item 1)"
+
 UNREACHABLE = {
     "ansible_connection": "ssh",
     "ansible_host": "127.0.0.1",
@@ -40,6 +47,7 @@ class ClusterCase:
     host: str  # the host whose failure carries the message
     expect: Tuple[str, ...]
     lost: Optional[str] = None  # a host that must be reported unreachable
+    xfail: Optional[str] = None  # why the case fails today, when it waits on another change (strict: it must fail)
 
 
 def with_role(group: Dict[str, Any], role: str, folder: pathlib.Path) -> Dict[str, Any]:
@@ -119,7 +127,8 @@ CASES = [
         ),
         {},
         "localhost",
-        (
+        xfail=ARGUMENT_SPEC_DEFAULT,
+        expect=(
             "localhost: node-b has no address for the other nodes: ssh_mesh_address is not set and it has no default "
             "route (ansible_facts.default_ipv4 has no address)",
             "set ssh_mesh_address for node-b (a host variable) to the address the other nodes reach it on",
@@ -191,7 +200,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_bad_cluster_shape_is_refused_before_any_change(tmp_path, case):
+def test_bad_cluster_shape_is_refused_before_any_change(tmp_path, request, case):
+    if case.xfail:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=case.xfail))
     inventory = with_role(case.inventory, case.role, tmp_path)
     run, touched = run_in_folder(
         tmp_path, TEST_PLAYBOOKS / "role.yml", inventory, case.bad, check=case.role == "ssh_mesh"
