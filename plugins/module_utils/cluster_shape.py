@@ -67,15 +67,15 @@ def alias_index(name: str) -> Optional[int]:
 def worker_aliases(workers: Sequence[str], master: Optional[str] = None) -> Dict[str, str]:
     """Each worker's name on the master, in the workers' order (see the module's rules). The workers must be
     distinct and not the master: :func:`cluster_shape` reports that, this function assumes it."""
-    taken = {index for index in (alias_index(name) for name in workers) if index is not None}
+    indexes = [alias_index(name) for name in workers]
+    taken = {index for index in indexes if index is not None}
     if master:
         master_index = alias_index(master)
         if master_index is not None:
             taken.add(master_index)
     aliases: Dict[str, str] = {}
     free = 1
-    for worker in workers:
-        index = alias_index(worker)
+    for worker, index in zip(workers, indexes):
         if index is None:
             while free in taken:
                 free += 1
