@@ -96,7 +96,7 @@ EXAMPLES = r"""
   ansible.builtin.set_fact:
     train_launch: >-
       {{ train_layout | amx.cluster.launch_command(train_dialect, 'run_qa.py', train_script_args,
-         master_addr=hostvars[groups['master'][0]].ansible_default_ipv4.address,
+         master_addr=(groups | amx.cluster.cluster_shape(hostvars)).master_address,
          ld_preload=tcmalloc_library, bf16=true) }}
 
 - name: Write the launch script

@@ -1,12 +1,15 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters that name the cluster's nodes the way the recipe does: the master, then node1..N."""
+"""Filters of the SSH mesh: the workers' names on the master (module_utils.cluster_shape), and the checks of the values
+that reach the master's SSH files (module_utils.ssh_mesh)."""
 
 from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import worker_aliases as cluster_worker_aliases
+from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import worker_problems
 from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
     key_comment,
     key_owner,
@@ -16,26 +19,15 @@ from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
 
 
 def worker_aliases(workers, master=None):
-    """Map each worker's inventory name to its mesh alias ``node1``..``nodeN``, in inventory order.
-
-    The order of ``groups['workers']`` is the inventory's (for the ec2_cluster inventory: the node index),
-    so the aliases are stable from one run to the next. A duplicate worker, or the master listed among the
-    workers, would put one machine twice in the MPI hostfile and is refused.
-    """
+    """Map each worker's inventory name to its name on the master (``node<K>``), by the rule of
+    module_utils.cluster_shape: a worker named ``node<K>`` keeps it, the others take the lowest K left free, in the
+    list's order. A duplicate worker, or the master listed among the workers, is refused."""
     if not isinstance(workers, (list, tuple)) or not all(isinstance(w, str) and w for w in workers):
         raise AnsibleFilterError(f"worker_aliases: expected a list of inventory host names, got {workers!r}")
-    seen = set()
-    for worker in workers:
-        if worker in seen:
-            raise AnsibleFilterError(
-                f"worker_aliases: host {worker!r} is listed twice in the workers group; list each machine once"
-            )
-        seen.add(worker)
-    if master is not None and master in seen:
-        raise AnsibleFilterError(
-            f"worker_aliases: the master {master!r} is also in the workers group; keep it in 'master' only"
-        )
-    return {worker: f"node{index}" for index, worker in enumerate(workers, start=1)}
+    problems = worker_problems(workers, master, [], "the workers")
+    if problems:
+        raise AnsibleFilterError(f"worker_aliases: {'; '.join(problems)}")
+    return cluster_worker_aliases(list(workers), master)
 
 
 def mesh_input_problems_filter(addresses, users=None, key_names=None, ports=None):

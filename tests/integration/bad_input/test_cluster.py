@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bad cluster shapes given to the roles that span nodes (ssh_mesh, mpi_hostfile): a missing master group, two
-masters, one machine under two names, a worker that is not in the inventory, a worker that cannot be reached.
+masters, one machine under two names, a node with no address (no ssh_mesh_address and no default route), a worker
+that is not in the inventory, a worker list given as a string, a worker that cannot be reached.
 
 Each case is a run of its own (these checks compare the hosts of one play), of playbooks/role.yml on this machine
 (connection local; the unreachable worker is an SSH host on a closed port of 127.0.0.1). ssh_mesh has no path
@@ -20,6 +21,13 @@ from typing import Any, Dict, Optional, Tuple
 import pytest
 from bad_input_helpers import LOCAL, TEST_PLAYBOOKS, assert_refused, cluster, node_paths, run_in_folder
 from net import free_port
+
+# ssh_mesh's argument spec and defaults/main.yml still give ssh_mesh_address a Jinja default
+# (ansible_facts.default_ipv4.address), which validation evaluates on every node: on a node without a default route
+# it stops there with a raw Jinja error, before the preflight can name the host. Issue 13, item 1 (static defaults:
+# ssh_mesh_address "" in both, the default route's address then chosen by cluster_shape) removes it; both cases pass
+# with that change. The mark is strict, so the case fails the suite once that lands until the mark goes.
+ARGUMENT_SPEC_DEFAULT = "ssh_mesh's argument spec and defaults give ssh_mesh_address a Jinja default (issue 13, item 1)"
 
 UNREACHABLE = {
     "ansible_connection": "ssh",
@@ -39,6 +47,7 @@ class ClusterCase:
     host: str  # the host whose failure carries the message
     expect: Tuple[str, ...]
     lost: Optional[str] = None  # a host that must be reported unreachable
+    xfail: Optional[str] = None  # why the case fails today, when it waits on another change (strict: it must fail)
 
 
 def with_role(group: Dict[str, Any], role: str, folder: pathlib.Path) -> Dict[str, Any]:
@@ -102,12 +111,37 @@ CASES = [
         {},
         "localhost",
         (
-            "localhost: the nodes' addresses (ssh_mesh_address) must be set and differ",
+            "localhost: the nodes' addresses (ssh_mesh_address, else the default route's) must differ",
             "localhost has '",
             "node-b has '",
             "two inventory names for one machine put it twice in the hostfile",
             "set ssh_mesh_address per host",
         ),
+    ),
+    ClusterCase(
+        "mesh-node-without-a-default-route",
+        "ssh_mesh",
+        cluster(
+            {"localhost": {**LOCAL, "ssh_mesh_address": "127.0.0.1"}},
+            {"node-b": {**LOCAL, "bad_input_no_default_route": True}},
+        ),
+        {},
+        "localhost",
+        xfail=ARGUMENT_SPEC_DEFAULT,
+        expect=(
+            "localhost: node-b has no address for the other nodes: ssh_mesh_address is not set and it has no default "
+            "route (ansible_facts.default_ipv4 has no address)",
+            "set ssh_mesh_address for node-b (a host variable) to the address the other nodes reach it on",
+            "Nothing was changed on any node",
+        ),
+    ),
+    ClusterCase(
+        "hostfile-workers-a-string",
+        "mpi_hostfile",
+        cluster({"localhost": dict(LOCAL)}, {"node-b": dict(LOCAL)}),
+        {"mpi_hostfile_workers": "node-b"},
+        "localhost",
+        ("localhost: mpi_hostfile_workers must be a list of inventory host names", "write it as a YAML list"),
     ),
     ClusterCase(
         "mesh-unknown-worker",
@@ -181,7 +215,9 @@ CASES = [
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_bad_cluster_shape_is_refused_before_any_change(tmp_path, case):
+def test_bad_cluster_shape_is_refused_before_any_change(tmp_path, request, case):
+    if case.xfail:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=case.xfail))
     inventory = with_role(case.inventory, case.role, tmp_path)
     run, touched = run_in_folder(
         tmp_path, TEST_PLAYBOOKS / "role.yml", inventory, case.bad, check=case.role == "ssh_mesh"

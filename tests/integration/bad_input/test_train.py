@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bad input to amx.cluster.train: a layout the node cannot run, a hostfile that lists one machine twice or is no
-hostfile at all, a run id that cannot name a folder, launch inputs the launch would refuse (checked before anything
+hostfile at all, a master with no address for MASTER_ADDR (no ssh_mesh_address, no default route), a run id that
+cannot name a folder, launch inputs the launch would refuse (checked before anything
 is written), a system folder as the run root, Intel MPI without impi-rt in the stack, an inventory without a master
 group.
 
@@ -61,6 +62,7 @@ class TrainCase:
     absent: Tuple[str, ...] = ()  # never in the play's output (a file's contents)
     link: Optional[Tuple[str, str]] = None  # a symbolic link made in the test's folder first: (name, target)
     keeps: Optional[str] = None  # a folder outside the test's folder whose owner and mode must not change
+    workers: Tuple[str, ...] = ()  # workers besides the master (this machine too, connection local, the same paths)
 
 
 CASES = [
@@ -228,6 +230,20 @@ CASES = [
     ),
     pytest.param(
         TrainCase(
+            "train-master-without-an-address",
+            {"bad_input_no_default_route": True},
+            (
+                "localhost: no private address for MASTER_ADDR: localhost has no address for the other nodes: "
+                "ssh_mesh_address is not set and it has no default route",
+                "set ssh_mesh_address for localhost (a host variable) to the address the other nodes reach it on",
+            ),
+            hostfile="localhost\nnode1\n",
+            workers=("node-b",),
+        ),
+        id="train-master-without-an-address",
+    ),
+    pytest.param(
+        TrainCase(
             "train-no-master-group",
             {},
             ("localhost", "group master", "workers"),
@@ -245,7 +261,8 @@ def test_bad_input_to_train_is_refused_before_any_training_process(tmp_path, sta
         for k, v in case.bad.items()
     }
     host = {**LOCAL, **node_paths(tmp_path), "bad_input_facts": str(stack), **bad}
-    inventory = {"cluster": {"hosts": {"localhost": host}}} if case.inventory else cluster({"localhost": host}, {})
+    workers = {name: {**LOCAL, **node_paths(tmp_path), "bad_input_facts": str(stack)} for name in case.workers}
+    inventory = {"cluster": {"hosts": {"localhost": host}}} if case.inventory else cluster({"localhost": host}, workers)
     if case.hostfile is not None:
         (tmp_path / "hosts").write_text(case.hostfile)
     if case.link:

@@ -11,6 +11,14 @@ def test_aliases_follow_inventory_order():
     assert worker_aliases(["w-b", "w-a", "w-c"]) == {"w-b": "node1", "w-a": "node2", "w-c": "node3"}
 
 
+def test_workers_named_like_aliases_keep_their_names():
+    assert worker_aliases(["node3", "web", "node1"], master="node2") == {
+        "node3": "node3",
+        "web": "node4",
+        "node1": "node1",
+    }
+
+
 def test_no_workers_is_a_one_node_cluster():
     assert worker_aliases([], master="m") == {}
 
@@ -18,8 +26,8 @@ def test_no_workers_is_a_one_node_cluster():
 @pytest.mark.parametrize(
     ("workers", "master", "message"),
     [
-        (["a", "b", "a"], None, "'a' is listed twice"),
-        (["a", "m"], "m", "the master 'm' is also in the workers group"),
+        (["a", "b", "a"], None, "the workers lists a more than once"),
+        (["a", "m"], "m", "the master m is also in the workers"),
         ("a,b", None, "expected a list"),
         (["a", ""], None, "expected a list"),
     ],
