@@ -86,7 +86,7 @@ def test_module_defaults_of_the_group_reach_both_collections(ec2, moto, playbook
 def test_without_the_defaults_the_module_finds_no_region(ec2, bare_env, tmp_path):
     """The control case of the test above: the same environment, no option, no region."""
     proc, result = run_nodes(bare_env, tmp_path, {"cluster_name": "grp"})
-    assert result.get("failed"), proc.stdout
+    assert proc.returncode != 0, proc.stdout
     assert "no AWS region" in result["msg"]
 
 
@@ -114,7 +114,7 @@ def test_environment_fallbacks(ec2, moto, bare_env, tmp_path, variables):
     master = launch(ec2, 1, "master", "envs")[0]
     env = dict(bare_env, **{key: value.format(url=moto.url) for key, value in variables.items()})
     proc, result = run_nodes(env, tmp_path, {"cluster_name": "envs", "tag_nodes": False})
-    assert not result.get("failed"), proc.stdout + json.dumps(result)
+    assert proc.returncode == 0, proc.stdout + json.dumps(result)
     assert [node["instance_id"] for node in result["nodes"]] == [master["InstanceId"]]
     assert SECRET_ACCESS_KEY not in proc.stdout + proc.stderr
 
@@ -130,7 +130,7 @@ def test_amazon_aws_aliases(ec2, moto, bare_env, tmp_path):
         "tag_nodes": False,
     }
     proc, result = run_nodes(bare_env, tmp_path, args)
-    assert not result.get("failed"), proc.stdout + json.dumps(result)
+    assert proc.returncode == 0, proc.stdout + json.dumps(result)
     assert [node["instance_id"] for node in result["nodes"]] == [master["InstanceId"]]
     # -v prints the module's arguments: the secret is masked there.
     assert SECRET_ACCESS_KEY not in proc.stdout + proc.stderr
@@ -147,7 +147,7 @@ def test_amazon_aws_aliases(ec2, moto, bare_env, tmp_path):
 )
 def test_refusals_name_the_options(moto, bare_env, tmp_path, args, message):
     proc, result = run_nodes(bare_env, tmp_path, {"cluster_name": "refused", "region": REGION, **args})
-    assert result.get("failed"), proc.stdout
+    assert proc.returncode != 0, proc.stdout
     assert message in result["msg"]
     assert SECRET_ACCESS_KEY not in result["msg"]
 
@@ -227,10 +227,10 @@ def test_certificate_checks(tls_moto, bare_env, tmp_path, args, ok):
     }
     proc, result = run_nodes(bare_env, tmp_path, module_args)
     if ok:
-        assert not result.get("failed"), proc.stdout + json.dumps(result)
+        assert proc.returncode == 0, proc.stdout + json.dumps(result)
         assert result["nodes"] == []
     else:
-        assert result.get("failed"), proc.stdout
+        assert proc.returncode != 0, proc.stdout
         assert "could not be verified" in result["msg"] and "aws_ca_bundle" in result["msg"]
 
 
@@ -239,4 +239,4 @@ def test_ca_bundle_from_the_environment(tls_moto, bare_env, tmp_path):
     env = dict(bare_env, AWS_CA_BUNDLE=str(ca))
     args = {"cluster_name": "tls", "region": REGION, "endpoint_url": url}
     proc, result = run_nodes(env, tmp_path, dict(args, access_key=ACCESS_KEY_ID, secret_key=SECRET_ACCESS_KEY))
-    assert not result.get("failed"), proc.stdout + json.dumps(result)
+    assert proc.returncode == 0, proc.stdout + json.dumps(result)
