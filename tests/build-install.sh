@@ -19,7 +19,19 @@ ansible-galaxy collection install --offline --no-deps --force -p "$work/collecti
 installed="$work/collections/ansible_collections/amx/cluster"
 test -f "$installed/MANIFEST.json"
 ansible-galaxy collection list amx.cluster | grep -q "^amx.cluster "
-for excluded in tests molecule Makefile .ci .cache .venv; do
+# The README's offline install: without --no-deps, --offline must find amazon.aws where the `ansible` package put it.
+if ansible-galaxy collection list amazon.aws 2>/dev/null | grep -q "^amazon.aws "; then
+  rm -rf "$work/offline"
+  printf '[defaults]\ncollections_path = %s/offline\n' "$work" >"$work/ansible.cfg"
+  ansible-galaxy collection install --offline -p "$work/offline" "$tarball" >"$work/offline.log" 2>&1 || {
+    cat "$work/offline.log" >&2
+    echo "build-install: the offline install (README, Installing) did not resolve amazon.aws" >&2
+    exit 1
+  }
+  test -f "$work/offline/ansible_collections/amx/cluster/MANIFEST.json"
+  printf '[defaults]\ncollections_path = %s/collections\n' "$work" >"$work/ansible.cfg"
+fi
+for excluded in tests molecule Makefile .ci .cache .venv .collections requirements-dev.txt; do
   if [ -e "$installed/$excluded" ]; then
     echo "build-install: $excluded is in the tarball; add it to build_ignore in galaxy.yml" >&2
     exit 1

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: ec2_cluster_capacity
 short_description: Check that an amx.cluster EC2 cluster fits the account's vCPU quota and the user's cap
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - Reads the vCPUs of O(instance_type) (DescribeInstanceTypes) and the account's vCPU quota for its instance
     class (Service Quotas GetServiceQuota, for example C(L-1216C47A) "Running On-Demand Standard instances"), and
@@ -44,17 +44,11 @@ options:
     description: The nodes are spot instances (the spot quota applies).
     type: bool
     default: false
-  region:
-    description: The AWS region.
-    type: str
-  profile:
-    description: A named profile of the AWS config files.
-    type: str
-  endpoint_url:
-    description: The URL of a local stand-in such as moto, used for both APIs.
-    type: str
 notes:
   - Supports check mode (it changes nothing in any mode).
+  - O(endpoint_url) serves both APIs (EC2 and Service Quotas).
+extends_documentation_fragment:
+  - amx.cluster.ec2_cluster_aws
 """
 
 EXAMPLES = r"""
@@ -90,16 +84,16 @@ quota_source:
   sample: "service-quotas L-1216C47A"
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import (
     AWS_ERRORS,
     HAS_BOTO3,
     MISSING_BOTO3,
     AwsAccessError,
-    ec2_client,
+    connection_argument_spec,
     explain,
-    session,
+    module_client,
 )
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_capacity import capacity_error, quota_code
 
@@ -112,9 +106,7 @@ def main() -> None:
             node_count=dict(type="int", required=True),
             max_vcpus=dict(type="int", required=True),
             spot=dict(type="bool", default=False),
-            region=dict(type="str"),
-            profile=dict(type="str"),
-            endpoint_url=dict(type="str"),
+            **connection_argument_spec(env_fallback),
         ),
         supports_check_mode=True,
     )
@@ -124,8 +116,7 @@ def main() -> None:
     instance_type = params["instance_type"]
     action = f"reading the vCPUs of instance type {instance_type}"
     try:
-        aws_session = session(params["profile"])
-        client = ec2_client(aws_session, params["region"], params["endpoint_url"])
+        aws_session, client = module_client(params)
         region = client.meta.region_name
         types = client.describe_instance_types(InstanceTypes=[instance_type]).get("InstanceTypes", [])
     except AwsAccessError as exc:
@@ -147,9 +138,7 @@ def main() -> None:
         source = f"unknown: no vCPU quota is known for {instance_type}'s instance class"
     else:
         try:
-            quotas = aws_session.client(
-                "service-quotas", region_name=region, endpoint_url=params["endpoint_url"] or None
-            )
+            quotas = module_client(dict(params, region=region), "service-quotas", aws_session)[1]
             answer = quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code[0])
             quota = float(answer["Quota"]["Value"])
             source = f"service-quotas {code[0]}"

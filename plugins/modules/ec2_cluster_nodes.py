@@ -29,19 +29,6 @@ options:
     description: The cluster's name, the value of the C(amx.cluster/cluster) tag.
     type: str
     required: true
-  region:
-    description:
-      - The AWS region of the cluster.
-      - When not given, boto3's usual sources decide (E(AWS_REGION), E(AWS_DEFAULT_REGION), the profile).
-    type: str
-  profile:
-    description: A named profile of the AWS config files; the default credential chain when not given.
-    type: str
-  endpoint_url:
-    description:
-      - The URL of the EC2 API, for a local stand-in such as moto.
-      - When not given, boto3 decides (E(AWS_ENDPOINT_URL_EC2), E(AWS_ENDPOINT_URL), or AWS itself).
-    type: str
   states:
     description: Instance states that count as members of the cluster.
     type: list
@@ -60,6 +47,8 @@ options:
 notes:
   - Supports check mode; in check mode no tag is written, and the result says whether one would be.
   - An instance tagged with the cluster but with a role other than C(master) or C(worker) is listed in RV(ignored).
+extends_documentation_fragment:
+  - amx.cluster.ec2_cluster_aws
 """
 
 EXAMPLES = r"""
@@ -68,6 +57,16 @@ EXAMPLES = r"""
     cluster_name: demo
     region: eu-west-1
   register: demo_nodes
+
+- name: Name the nodes of the cluster demo, connection options for every AWS module of the block
+  module_defaults:
+    group/amx.cluster.aws:
+      region: eu-west-1
+      profile: lab
+  block:
+    - name: Name the nodes
+      amx.cluster.ec2_cluster_nodes:
+        cluster_name: demo
 
 - name: Add them to the in-memory inventory
   ansible.builtin.add_host:
@@ -124,17 +123,17 @@ ignored:
   sample: []
 """
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import (
     AWS_ERRORS,
     HAS_BOTO3,
     MISSING_BOTO3,
     AwsAccessError,
+    connection_argument_spec,
     describe_cluster_instances,
-    ec2_client,
     explain,
-    session,
+    module_client,
 )
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes import (
     ClusterLayoutError,
@@ -149,12 +148,10 @@ def main() -> None:
     module = AnsibleModule(
         argument_spec=dict(
             cluster_name=dict(type="str", required=True),
-            region=dict(type="str"),
-            profile=dict(type="str"),
-            endpoint_url=dict(type="str"),
             states=dict(type="list", elements="str", default=["pending", "running"]),
             use_private_address=dict(type="bool", default=False),
             tag_nodes=dict(type="bool", default=True),
+            **connection_argument_spec(env_fallback),
         ),
         supports_check_mode=True,
     )
@@ -164,7 +161,7 @@ def main() -> None:
     cluster_name = params["cluster_name"]
     action = f"listing the instances of cluster {cluster_name!r}"
     try:
-        client = ec2_client(session(params["profile"]), params["region"], params["endpoint_url"])
+        client = module_client(params)[1]
         region = client.meta.region_name
         raw = describe_cluster_instances(client, cluster_name, params["states"])
         nodes, ignored = order_nodes(simplify_instance(instance, region) for instance in raw)

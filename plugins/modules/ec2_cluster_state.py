@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: ec2_cluster_state
 short_description: Record, list and remove the controller files an amx.cluster EC2 cluster wrote
-version_added: 0.2.0
+version_added: 0.1.0
 description:
   - The controller files of a cluster live in one folder per region, C(<state_dir>/<region>/), with a manifest
     (C(.amx-cluster-files.json)) naming the files the collection wrote there.
@@ -36,21 +36,22 @@ options:
     type: str
     required: true
   region:
-    description: The cluster's region.
+    description:
+      - The cluster's region, also the name of its folder in O(state_dir).
+      - When not given, E(AWS_REGION) or E(AWS_DEFAULT_REGION).
     type: str
     required: true
+    aliases: [aws_region]
   files:
     description: For O(action=record), file names inside the region folder and their kind.
     type: dict
     default: {}
-  profile:
-    description: A named profile of the AWS config files (O(action=remove)).
-    type: str
-  endpoint_url:
-    description: The URL of a local EC2 stand-in such as moto (O(action=remove)).
-    type: str
 notes:
   - Supports check mode; in check mode nothing is written or removed, and the result says what would be.
+  - Only O(action=remove) talks to AWS (to count the cluster's instances); the other actions take the connection
+    options, so that C(module_defaults) for C(group/amx.cluster.aws) apply, and leave them unused.
+extends_documentation_fragment:
+  - amx.cluster.ec2_cluster_aws
 """
 
 EXAMPLES = r"""
@@ -97,17 +98,17 @@ unrecorded:
 import os
 import tempfile
 
-from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.basic import AnsibleModule, env_fallback
 
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import (
     AWS_ERRORS,
     HAS_BOTO3,
     MISSING_BOTO3,
     AwsAccessError,
+    connection_argument_spec,
     describe_cluster_instances,
-    ec2_client,
     explain,
-    session,
+    module_client,
 )
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_state import (
     MANIFEST,
@@ -176,7 +177,7 @@ def instances_left(module, params):
         module.fail_json(msg=MISSING_BOTO3)
     action = f"listing the instances of cluster {params['cluster_name']!r} before removing its private key"
     try:
-        client = ec2_client(session(params["profile"]), params["region"], params["endpoint_url"])
+        client = module_client(params)[1]
         return len(describe_cluster_instances(client, params["cluster_name"], LIVE_STATES))
     except AwsAccessError as exc:
         module.fail_json(msg=f"{action}: {exc}")
@@ -190,10 +191,8 @@ def main() -> None:
             action=dict(type="str", choices=["record", "status", "remove"], required=True),
             state_dir=dict(type="path", required=True),
             cluster_name=dict(type="str", required=True),
-            region=dict(type="str", required=True),
             files=dict(type="dict", default={}),
-            profile=dict(type="str"),
-            endpoint_url=dict(type="str"),
+            **connection_argument_spec(env_fallback, required_region=True),
         ),
         supports_check_mode=True,
     )

@@ -14,11 +14,12 @@ from __future__ import annotations
 import contextlib
 import os
 import pathlib
+import ssl
 import subprocess
 import sys
 import time
 import urllib.request
-from typing import Iterator
+from typing import Iterator, Optional, Tuple
 
 from net import free_port
 
@@ -37,15 +38,26 @@ def reset(url: str) -> None:
 
 
 @contextlib.contextmanager
-def running(workdir: pathlib.Path, startup_timeout: float = 30, **env_extra: str) -> Iterator[str]:
-    """Start moto_server on a free port, yield its URL once it answers, stop it afterwards."""
+def running(
+    workdir: pathlib.Path,
+    startup_timeout: float = 30,
+    tls: Optional[Tuple[pathlib.Path, pathlib.Path, pathlib.Path]] = None,
+    **env_extra: str,
+) -> Iterator[str]:
+    """Start moto_server on a free port, yield its URL once it answers, stop it afterwards.
+
+    tls: (certificate, private key, CA bundle that signed the certificate) to serve https with; the URL is then
+    https://.
+    """
     port = free_port()
     env = {key: value for key, value in os.environ.items() if not key.startswith(("AWS_", "MOTO_"))}
     env.update(env_extra)
-    url = f"http://127.0.0.1:{port}"
+    url = f"{'https' if tls else 'http'}://127.0.0.1:{port}"
+    tls_args = ["-c", str(tls[0]), "-k", str(tls[1])] if tls else []
+    probe_context = ssl.create_default_context(cafile=str(tls[2])) if tls else None
     with open(workdir / "moto.log", "w") as log:
         server = subprocess.Popen(
-            [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port)],
+            [str(MOTO_SERVER), "-H", "127.0.0.1", "-p", str(port), *tls_args],
             stdout=log,
             stderr=subprocess.STDOUT,
             env=env,
@@ -55,7 +67,7 @@ def running(workdir: pathlib.Path, startup_timeout: float = 30, **env_extra: str
             deadline = time.monotonic() + startup_timeout
             while True:
                 try:
-                    with urllib.request.urlopen(url + "/moto-api/", timeout=2):
+                    with urllib.request.urlopen(url + "/moto-api/", timeout=2, context=probe_context):
                         break
                 except OSError:
                     if server.poll() is not None or time.monotonic() > deadline:
