@@ -20,6 +20,8 @@ import concurrent.futures
 import json
 import os
 import pathlib
+import re
+import shlex
 import subprocess
 import sys
 import time
@@ -112,11 +114,14 @@ class Case:
     entry: Entry
     style: str
     facts: bool
+    # Run with --tags TAG (a tag the role's README documents), in a playbook of its own.
+    tag: str = ""
 
     @property
     def id(self) -> str:
         label = f"-{self.entry.label}" if self.entry.label else ""
-        return f"{self.entry.role}-{self.entry.entry}{label}-{self.style}-{'facts' if self.facts else 'nofacts'}"
+        tag = f"-tag-{self.tag}" if self.tag else ""
+        return f"{self.entry.role}-{self.entry.entry}{label}-{self.style}-{'facts' if self.facts else 'nofacts'}{tag}"
 
 
 # A string where the spec says a list: the argument validation accepts it (it checks the string split at commas),
@@ -144,6 +149,29 @@ CASES = [
     if style != "roles" or entry.entry == "main"
     for facts in (False, True)
 ] + [Case(entry, "import_role", True) for entry in BAD_INPUT]
+
+
+def documented_tags(role: str) -> List[str]:
+    """The tags a role's README documents: its "## Tags" section or its "Tags:" line."""
+    readme = (REPO / "roles" / role / "README.md").read_text()
+    if "\n## Tags\n" in readme:
+        text = readme.split("\n## Tags\n", 1)[1].split("\n## ", 1)[0]
+    elif "\nTags: " in readme:
+        text = readme.split("\nTags: ", 1)[1].split("\n\n", 1)[0].split("\nTests", 1)[0]
+    else:
+        return []
+    return list(dict.fromkeys(re.findall(rf"`({role}(?:_[a-z_]+)?)`", text)))
+
+
+# Each documented tag alone, the role's first case (import_role, no facts) under --tags TAG: the role's checks run
+# with each of its tags, so the same stop (or the same clean end) is expected.
+TAG_CASES = [
+    Case(entry, "import_role", False, tag)
+    for entry in ENTRIES
+    if entry.entry == "main"
+    for tag in documented_tags(entry.role)
+]
+CASES += TAG_CASES
 
 
 def inventory() -> Dict[str, Any]:
@@ -204,15 +232,20 @@ class Run:
 
 
 def run_playbook(cases: List[Case], base: pathlib.Path) -> Run:
-    entry = cases[0].entry
     folder = base / cases[-1].id
     (folder / "home").mkdir(parents=True)
     (folder / "inventory.yml").write_text(json.dumps(inventory(), indent=1) + "\n")
     plays: List[Dict[str, Any]] = []
     for case in cases:
         plays += [FRESH] if plays else []
-        plays.append(user_play(case, {**folders(str(folder / case.id)), **entry.vars}))
+        plays.append(user_play(case, {**folders(str(folder / case.id)), **case.entry.vars}))
     (folder / "site.yml").write_text(yaml.safe_dump(plays, sort_keys=False, width=120))
+    args = [str(VENV_BIN / "ansible-playbook"), "site.yml", "-i", "inventory.yml"]
+    return ansible_playbook(folder, args + (["--tags", cases[0].tag] if cases[0].tag else []))
+
+
+def ansible_playbook(folder: pathlib.Path, args: List[str]) -> Run:
+    """Run ansible-playbook in folder (HOME is folder/home) with the probe, and sort its events by play."""
     events = folder / "events.jsonl"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANSIBLE_", "AWS_", "PIP_"))}
     env.update(
@@ -227,7 +260,6 @@ def run_playbook(cases: List[Case], base: pathlib.Path) -> Run:
         PIP_CONFIG_FILE=os.devnull,
         PIP_NO_INDEX="1",
     )
-    args = [str(VENV_BIN / "ansible-playbook"), "site.yml", "-i", "inventory.yml"]
     started = time.monotonic()
     proc = subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True, timeout=600, check=False)
     seconds = time.monotonic() - started
@@ -249,10 +281,11 @@ def runs(request, tmp_path_factory) -> Dict[str, Run]:
         pytest.skip(f"ansible-playbook is not in {VENV_BIN}: run `make setup` first")
     params = [getattr(getattr(item, "callspec", None), "params", {}) for item in request.session.items]
     selected = [p["case"] for p in params if isinstance(p.get("case"), Case)]
-    by_entry: Dict[Tuple[str, str], List[Case]] = {}
+    by_entry: Dict[Tuple[str, str, str], List[Case]] = {}
     for case in selected:
-        by_entry.setdefault((case.entry.role, case.entry.entry), []).append(case)
-    groups = [group for cases in by_entry.values() for group in playbooks(cases)]
+        by_entry.setdefault((case.entry.role, case.entry.entry, case.entry.label), []).append(case)
+    groups = [group for cases in by_entry.values() for group in playbooks([c for c in cases if not c.tag]) if group]
+    groups += [[case] for case in selected if case.tag]
     base = tmp_path_factory.mktemp("role-imports")
     workers = int(os.environ.get("AMX_TEST_PARALLEL", "4"))
     started = time.monotonic()
@@ -306,3 +339,22 @@ def test_every_entry_point_is_covered():
     for path in sorted((REPO / "roles").glob("*/meta/argument_specs.yml")):
         specs += [(path.parent.parent.name, entry) for entry in yaml.safe_load(path.read_text())["argument_specs"]]
     assert sorted(specs) == sorted({(e.role, e.entry) for e in ENTRIES})
+
+
+def test_the_key_rotation_command_of_the_ssh_mesh_readme(tmp_path):
+    """The README's command, as written, on a user's one-node fleet: under --tags ssh_mesh the play's own fact
+    gathering is left out, so the mesh must pass its validation and gather what it reads itself."""
+    readme = (REPO / "roles" / "ssh_mesh" / "README.md").read_text()
+    found = re.search(r"`(ansible-playbook playbooks/provision\.yml [^`]*--tags ssh_mesh)`", readme)
+    assert found, "the ssh_mesh README no longer shows the rotation command"
+    (tmp_path / "home").mkdir()
+    (tmp_path / "fleet.yml").write_text(json.dumps(inventory(), indent=1) + "\n")
+    words = shlex.split(found.group(1))
+    args = [str(VENV_BIN / words[0]), str(REPO / words[1]), *words[2:], "-i", "fleet.yml"]
+    run = ansible_playbook(tmp_path, args)
+    mesh = [e for events in run.plays.values() for e in events if e.get("role") == "ssh_mesh"]
+    assert run.returncode == 0, run.output[-6000:]
+    assert [e["status"] for e in mesh if e["action"] in VALIDATE] == ["ok"], run.output[-6000:]
+    assert [e for e in mesh if e["task"].endswith("Gather the facts the mesh reads") and e["status"] == "ok"], (
+        run.output[-6000:]
+    )
