@@ -2,16 +2,20 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Every role and entry point imported the ways a user's own playbook imports it: `roles:`, `import_role` and
-`include_role`, with facts gathered and not, on a host of the user's own name (not a node name, not localhost).
+`include_role`, with facts gathered and not, on a host of the user's own name (not a node name, not localhost);
+then each tag a role's README documents, alone; then the ssh_mesh README's key rotation command as written.
 
-For each role entry point the test writes one playbook: one play per import style and facts setting, each the
-plain play a user writes, and between two of them a play that clears the facts and the failures of the one before
-(so that the next starts as a new run would). The playbooks run side by side, one ansible-playbook each. In every
-play the role must get through its argument validation and reach its own tasks; it then runs to a known end: the
-role's own end on this machine (read-only roles) or a refusal, by one of its own checks, of an input that its
-argument spec accepts (a relative path, a count below 0, an earlier role missing), so nothing is installed here.
-The proof comes from the probe callback (callback_plugins/play_events.py): the validation task's result, the role's
-tasks after it, and the message of the task that stopped it, play by play.
+The cases of one entry point share a playbook: one play per import style and facts setting, the plain play a user
+writes (an import_role or include_role inside a block whose rescue lets the playbook go on; a `roles:` play last,
+as a play whose every host failed ends the run), and between two of them a play that drops the gathered facts and
+the failed state of the one before. (What the role set with set_fact in an earlier play stays: it does not reach
+the argument validation, which reads the options only.) The playbooks run side by side, one ansible-playbook each.
+
+In every play the role must pass its argument validation and run its own tasks, to a known end: the role's own end
+on this machine (read-only roles) or the refusal, by one of the role's checks, of an input that its argument spec
+accepts (a relative path, a count below 0, an earlier role missing, a string for a list), so that nothing is
+installed here. The proof comes from the probe callback (callback_plugins/play_events.py), play by play: the
+validation task's result, the role's tasks after it, and the message of the task that stopped it.
 """
 
 from __future__ import annotations
