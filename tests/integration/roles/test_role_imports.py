@@ -118,7 +118,7 @@ class Case:
     entry: Entry
     style: str
     facts: bool
-    # Run with --tags TAG (a tag the role's README documents), in a playbook of its own.
+    # Run with --tags TAG (a tag the role's README documents), alone among the role's tags.
     tag: str = ""
 
     @property
@@ -196,7 +196,7 @@ def user_play(case: Case, role_vars: Dict[str, Any]) -> Dict[str, Any]:
     if case.style == "roles":
         return {**head, "roles": [{"role": name, "vars": role_vars}]}
     task = {"name": f"Run {name}", f"ansible.builtin.{case.style}": {"name": name, **entry}, "vars": role_vars}
-    rescue = {"name": "Go on with the next case", "ansible.builtin.meta": "noop"}
+    rescue = {"name": "Go on with the next case", "ansible.builtin.meta": "noop", "tags": ["always"]}
     return {**head, "tasks": [{"name": "Use the role", "block": [task], "rescue": [rescue]}]}
 
 
@@ -214,8 +214,8 @@ FRESH = {
     "hosts": "all",
     "gather_facts": False,
     "tasks": [
-        {"name": "Drop the facts", "ansible.builtin.meta": "clear_facts"},
-        {"name": "Drop the failures", "ansible.builtin.meta": "clear_host_errors"},
+        {"name": "Drop the facts", "ansible.builtin.meta": "clear_facts", "tags": ["always"]},
+        {"name": "Drop the failures", "ansible.builtin.meta": "clear_host_errors", "tags": ["always"]},
     ],
 }
 
@@ -245,7 +245,8 @@ def run_playbook(cases: List[Case], base: pathlib.Path) -> Run:
         plays.append(user_play(case, {**folders(str(folder / case.id)), **case.entry.vars}))
     (folder / "site.yml").write_text(yaml.safe_dump(plays, sort_keys=False, width=120))
     args = [str(VENV_BIN / "ansible-playbook"), "site.yml", "-i", "inventory.yml"]
-    return ansible_playbook(folder, args + (["--tags", cases[0].tag] if cases[0].tag else []))
+    tags = ",".join(case.tag for case in cases if case.tag)
+    return ansible_playbook(folder, args + (["--tags", tags] if tags else []))
 
 
 def ansible_playbook(folder: pathlib.Path, args: List[str]) -> Run:
@@ -289,7 +290,13 @@ def runs(request, tmp_path_factory) -> Dict[str, Run]:
     for case in selected:
         by_entry.setdefault((case.entry.role, case.entry.entry, case.entry.label), []).append(case)
     groups = [group for cases in by_entry.values() for group in playbooks([c for c in cases if not c.tag]) if group]
-    groups += [[case] for case in selected if case.tag]
+    # Tags are named after their role: one run takes one tag of each role, each in that role's own play.
+    by_role: Dict[str, List[Case]] = {}
+    for case in selected:
+        if case.tag:
+            by_role.setdefault(case.entry.role, []).append(case)
+    rounds = max((len(cases) for cases in by_role.values()), default=0)
+    groups += [[cases[i] for cases in by_role.values() if i < len(cases)] for i in range(rounds)]
     base = tmp_path_factory.mktemp("role-imports")
     workers = int(os.environ.get("AMX_TEST_PARALLEL", "4"))
     started = time.monotonic()
