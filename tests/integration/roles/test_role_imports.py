@@ -21,6 +21,7 @@ validation task's result, the role's tasks after it, and the message of the task
 from __future__ import annotations
 
 import concurrent.futures
+import copy
 import json
 import os
 import pathlib
@@ -241,7 +242,7 @@ def run_playbook(cases: List[Case], base: pathlib.Path) -> Run:
     (folder / "inventory.yml").write_text(json.dumps(inventory(), indent=1) + "\n")
     plays: List[Dict[str, Any]] = []
     for case in cases:
-        plays += [FRESH] if plays else []
+        plays += [copy.deepcopy(FRESH)] if plays else []
         plays.append(user_play(case, {**folders(str(folder / case.id)), **case.entry.vars}))
     (folder / "site.yml").write_text(yaml.safe_dump(plays, sort_keys=False, width=120))
     args = [str(VENV_BIN / "ansible-playbook"), "site.yml", "-i", "inventory.yml"]
