@@ -27,7 +27,6 @@ from net import free_port
 # it stops there with a raw Jinja error, before the preflight can name the host. Issue 13, item 1 (static defaults:
 # ssh_mesh_address "" in both, the default route's address then chosen by cluster_shape) removes it; both cases pass
 # with that change. The mark is strict, so the case fails the suite once that lands until the mark goes.
-ARGUMENT_SPEC_DEFAULT = "ssh_mesh's argument spec and defaults give ssh_mesh_address a Jinja default (issue 13, item 1)"
 
 UNREACHABLE = {
     "ansible_connection": "ssh",
@@ -127,7 +126,6 @@ CASES = [
         ),
         {},
         "localhost",
-        xfail=ARGUMENT_SPEC_DEFAULT,
         expect=(
             "localhost: node-b has no address for the other nodes: ssh_mesh_address is not set and it has no default "
             "route (ansible_facts.default_ipv4 has no address)",

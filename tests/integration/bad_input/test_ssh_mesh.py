@@ -138,11 +138,6 @@ def test_check_mode_runs_clean_on_a_fresh_node(tmp_path):
     assert (snapshot(SSH) if SSH.exists() else None) == ssh_before
 
 
-# Strict: once ssh_mesh_address has a static default (issue 13, item 1; see test_cluster.ARGUMENT_SPEC_DEFAULT), this
-# test passes and the mark must go.
-@pytest.mark.xfail(
-    strict=True, reason="ssh_mesh's argument spec and defaults give ssh_mesh_address a Jinja default (issue 13, item 1)"
-)
 def test_a_node_whose_cluster_network_is_not_its_default_route(tmp_path):
     """Two networks: the worker has no default route at all (its facts say so, as setup's do there), the cluster
     network is given per host (ssh_mesh_address). The mesh takes that address for ~/.ssh/config and the known_hosts
