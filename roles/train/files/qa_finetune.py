@@ -495,8 +495,7 @@ def gather_ranks(info: Dict[str, Any]) -> List[Dict[str, Any]]:
 
 def leave_together() -> None:
     """Wait until every rank is done with the process group: after this, a rank can end without a peer still
-    needing it. The group is not destroyed: its teardown is where a rank hung (rank 0 holds the store and the
-    others' connections; seen in the cluster scenario, rank 0 idle after its last line, rank 1 gone)."""
+    needing it. The group is not destroyed (see end)."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
@@ -685,14 +684,19 @@ def main(argv: Sequence[str]) -> int:
             summary["loss"] = [metrics["train"]["loss_first"], metrics["train"]["loss_last"]]
         log(f"done {json.dumps(summary)}")
     leave_together()
+    end(0)
     return 0
 
 
-if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    # Everything is written and every rank is done: end here, without the teardown of the process group or of the
-    # interpreter, which can hang in the native libraries (seen in the cluster scenario: rank 0 idle after its last
-    # line, its launcher waiting for it), and a rank that never ends holds the whole job.
+def end(code: int) -> None:
+    """End the process once its output is flushed, skipping every destructor: the teardown of torch's
+    distributed objects can hang (seen in the cluster scenario: rank 0 stuck after its last line, in the
+    release of main's locals once the other rank had gone), and a rank that never ends holds the whole job.
+    Called while main's objects are still alive, so that none of them is released first."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+if __name__ == "__main__":
+    end(main(sys.argv[1:]))
