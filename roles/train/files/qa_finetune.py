@@ -38,6 +38,7 @@ import socket
 import string
 import sys
 import time
+import traceback
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 # Everything is local: never let a library reach for the Hub.
@@ -625,12 +626,13 @@ def main(argv: Sequence[str]) -> int:
     batches_per_epoch = 0
     if train_dataset is not None:
         batches_per_epoch = len(trainer.get_train_dataloader())
-        result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
         if args.resume_from_checkpoint:
+            # Read before training: the checkpoint may be rotated away (save_total_limit) by the time it ends.
             metrics["resumed_from"] = {
                 "checkpoint": args.resume_from_checkpoint,
                 "step": checkpoint_step(args.resume_from_checkpoint),
             }
+        result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
         progress = callbacks[0]
         losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
         first_last_loss = first_last(losses)
@@ -699,4 +701,14 @@ def end(code: int) -> None:
 
 
 if __name__ == "__main__":
-    end(main(sys.argv[1:]))
+    try:
+        end(main(sys.argv[1:]))
+    except SystemExit as stop:
+        # Ended here too, while the traceback still holds main's objects: an error must not hang in their release.
+        if isinstance(stop.code, int) or stop.code is None:
+            end(stop.code or 0)
+        print(stop.code, file=sys.stderr)
+        end(1)
+    except BaseException:
+        traceback.print_exc()
+        end(1)
