@@ -17,8 +17,8 @@ description:
 options:
   _input:
     description:
-      - Each node of the job (inventory name) mapped to the C(trainer_state.json) files found under O(output_dir)
-        on it (paths, or the C(files) of M(ansible.builtin.find)).
+      - Each node of the job (inventory name, in hostfile order: the master first) mapped to the files found under
+        O(output_dir) on it (paths, or the C(files) of M(ansible.builtin.find)).
     type: dict
     required: true
   output_dir:
@@ -41,8 +41,9 @@ RETURN = r"""
 _value:
   description:
     - V(step) and V(checkpoint) of the newest checkpoint on every node (both null when no node holds one), V(steps)
-      (the complete checkpoints' steps by node) and V(problems) (sentences naming the nodes when some hold
-      checkpoints and others none of the same step).
+      (the complete checkpoints' steps by node), V(missing) (by node, the names of the master's files of that
+      checkpoint the node lacks, never a rank's random state) and V(problems) (sentences naming the nodes when some
+      hold checkpoints and others none of the same step).
   type: dict
 """
 

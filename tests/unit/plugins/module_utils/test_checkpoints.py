@@ -61,3 +61,26 @@ def test_a_node_without_the_checkpoints_of_the_others_is_named():
 def test_bad_input(held):
     with pytest.raises(CheckpointError):
         resume_point(held, OUT)
+
+
+def test_the_masters_files_a_node_lacks_are_copied_but_no_ranks_random_state():
+    # transformers 5.x writes the weights on the master only; each node keeps its ranks' random states.
+    master = [
+        f"{OUT}/checkpoint-20/{name}"
+        for name in (
+            "model.safetensors",
+            "config.json",
+            "optimizer.pt",
+            "rng_state_0.pth",
+            "rng_state_1.pth",
+            "trainer_state.json",
+        )
+    ]
+    worker = [
+        f"{OUT}/checkpoint-20/{name}"
+        for name in ("optimizer.pt", "rng_state_2.pth", "rng_state_3.pth", "trainer_state.json")
+    ]
+    full = [path.replace("rng_state_0", "rng_state_4").replace("rng_state_1", "rng_state_5") for path in master]
+    point = resume_point({"master": master, "worker-a": worker, "worker-b": full}, OUT)
+    assert point["step"] == 20
+    assert point["missing"] == {"worker-a": ["config.json", "model.safetensors"]}
