@@ -58,6 +58,8 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "poll_interval": {"type": "float", "default": 5.0},
     "heartbeat": {"type": "int", "default": 60},
     "rerun": {"type": "bool", "default": False},
+    "retry_failed": {"type": "bool", "default": False},
+    "env": {"type": "dict", "default": {}},
     "hint": {"type": "str", "default": ""},
     "ssh_options": {
         "type": "list",
@@ -156,6 +158,8 @@ class ActionModule(ActionBase):
             "python": self._python,
             "ssh_options": args["ssh_options"],
             "rerun": args["rerun"],
+            "retry_failed": args["retry_failed"],
+            "env": {str(name): str(value) for name, value in (args["env"] or {}).items()},
         }
         if args["progress_file"]:
             progress_file = args["progress_file"]
@@ -267,6 +271,7 @@ class ActionModule(ActionBase):
                 "left_running": left,
                 "output_lines": lines[-args["output_lines"] :],
                 "rank_lines": {key: value[-20:] for key, value in split_ranks(log_tail).items()},
+                "attempts": train_agent.attempt_summary([*(final.get("attempts") or []), outcome]),
             }
         )
         result["job_failed"] = True

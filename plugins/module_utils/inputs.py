@@ -247,7 +247,15 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
             _string_list(problems, name, inputs[name], required=True)
     if "train_script_args" in inputs:
         _string_list(problems, "train_script_args", inputs["train_script_args"])
-    for name in ("train_bf16", "train_prepend_rank", "train_rerun", "train_preload_tcmalloc", "train_fetch_results"):
+    flags = (
+        "train_bf16",
+        "train_prepend_rank",
+        "train_rerun",
+        "train_resume",
+        "train_preload_tcmalloc",
+        "train_fetch_results",
+    )
+    for name in flags:
         value = inputs.get(name)
         if value is not None and not isinstance(value, (bool, str, int)):
             problems.append(f"{name} must be true or false, got a {kind(value)}")
@@ -259,8 +267,9 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
     _bound(problems, "train_learning_rate", inputs.get("train_learning_rate"), 1e-12, integer=False)
     for name in ("train_batch_size", "train_logging_steps", "train_doc_stride"):
         _bound(problems, name, inputs.get(name), 1, integer=True)
-    for name in ("train_scaling_steps", "train_single_node_steps"):
+    for name in ("train_scaling_steps", "train_single_node_steps", "train_checkpoint_keep"):
         _bound(problems, name, inputs.get(name), 1, integer=True)
+    _bound(problems, "train_checkpoint_steps", inputs.get("train_checkpoint_steps"), 0, integer=True)
     _bound(problems, "train_max_steps", inputs.get("train_max_steps"), 1, integer=True, allow=(-1, "-1"))
     _bound(problems, "train_max_seq_length", inputs.get("train_max_seq_length"), 8, integer=True)
     run_id = inputs.get("train_run_id")

@@ -26,6 +26,8 @@ import re
 import shlex
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.amx.cluster.plugins.module_utils.train_agent import RESUME_VAR
+
 GENV_DEFAULT = ("OMP_NUM_THREADS", "LD_PRELOAD")
 MPI_IMPLEMENTATIONS = ("mpich", "intel")
 SCRIPTS = ("qa_finetune", "run_qa", "custom")
@@ -138,6 +140,7 @@ def launch_command(
     genv_names: Sequence[str] = GENV_DEFAULT,
     launcher_options: Optional[Sequence[Any]] = None,
     path_env: Optional[Mapping[str, Any]] = None,
+    resume_flag: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Render the launch: ``argv`` (list), ``command`` (shell-quoted string), ``env`` (exported
     before the launcher), ``genv`` (passed with ``-genv NAME=VALUE``), ``setvars`` (the oneCCL
@@ -150,6 +153,9 @@ def launch_command(
     (``-prepend-rank``, ``-localhost ADDR``: MPICH and Intel MPI take both). ``path_env`` maps a
     variable to a folder put in front of its current value in the script
     (``export LD_LIBRARY_PATH=DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}``), for Intel MPI's libraries.
+    ``resume_flag`` (``--resume_from_checkpoint``) ends the script's command with that flag and the value of
+    ``AMX_CLUSTER_RESUME_FROM`` when an attempt of the job sets it, and with nothing otherwise: every attempt
+    runs the same script (``argv`` leaves the flag out).
     """
     if not script:
         raise LaunchError("script is required: the training script to run (for example run_qa.py)")
@@ -200,6 +206,10 @@ def launch_command(
         source = shell_quote(str(setvars)) if setvars else ONECCL_SETVARS.format(python=shlex.quote(str(python)))
 
     command = shell_join(argv)
+    if resume_flag:
+        if not str(resume_flag).startswith("--") or shell_quote(str(resume_flag)) != str(resume_flag):
+            raise LaunchError(f"resume_flag must be a plain --flag, got {resume_flag!r}")
+        command += f' ${{{RESUME_VAR}:+{resume_flag} "${RESUME_VAR}"}}'
     lines = ["#!/usr/bin/env bash", "set -eo pipefail"]
     if source:
         lines.append("# shellcheck disable=SC1090")
@@ -252,6 +262,8 @@ def script_args(
     measure_only: bool = False,
     custom_args: Optional[Sequence[Any]] = None,
     extra_args: Optional[Sequence[Any]] = None,
+    checkpoint_steps: Any = 0,
+    checkpoint_keep: Any = 2,
 ) -> List[str]:
     """The training script's own arguments (without the dialect flags and ``--bf16``, which
     :func:`launch_command` adds), in the recipe's order::
@@ -260,6 +272,7 @@ def script_args(
         --do_train [--do_eval] --per_device_train_batch_size B --num_train_epochs E
         [--logging_steps L] --output_dir RUN_DIR/output --overwrite_output_dir
         [--learning_rate] [--max_seq_length] [--doc_stride] [--max_steps] [--max_eval_samples]
+        [--save_strategy steps --save_steps S --save_total_limit K --save_on_each_node]
         [qa_finetune: --metrics_file RUN_DIR/metrics.json --progress_file RUN_DIR/progress.jsonl [--no_save]]
         EXTRA_ARGS...
 
@@ -269,6 +282,8 @@ def script_args(
     ``data``), then the recipe's 1 epoch and batch 32. ``logging_steps`` None or 0 leaves the flag out
     (the script's own default). ``max_steps`` / ``max_eval_samples`` bound a run; ``measure_only``
     leaves out the evaluation (and qa_finetune's saving of the model): a run that is only timed.
+    ``checkpoint_steps`` > 0 saves a checkpoint every that many steps on every node (each rank resumes from
+    its own node's copy), the newest ``checkpoint_keep`` kept; a timed run saves none.
     """
     if script not in SCRIPTS:
         raise LaunchError("script must be one of {}, got {!r}".format(", ".join(SCRIPTS), script))
@@ -291,6 +306,8 @@ def script_args(
     steps = _knob("max_steps", max_steps, None, 1)
     evals = _knob("max_eval_samples", max_eval_samples, None, 1)
     logging = _knob("logging_steps", logging_steps or None, None, 1)
+    every = _knob("checkpoint_steps", checkpoint_steps, 0, 0)
+    keep = _knob("checkpoint_keep", checkpoint_keep, 2, 1)
 
     if script == "run_qa":
         if not model:
@@ -328,6 +345,9 @@ def script_args(
     ):
         if value is not None:
             args += [flag, str(value)]
+    if int(every) > 0 and not measure_only:
+        args += ["--save_strategy", "steps", "--save_steps", str(every), "--save_total_limit", str(keep)]
+        args.append("--save_on_each_node")
     if script == "qa_finetune":
         args += ["--metrics_file", f"{run_dir}/metrics.json", "--progress_file", f"{run_dir}/progress.jsonl"]
         if measure_only:

@@ -17,10 +17,12 @@ Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on st
             added to its environment and written nowhere),
             so a dropped SSH connection or an interrupted Ansible leaves the run going. It never
             starts a run twice: it attaches to a live supervisor, or reports the result of a finished
-            one (unless ``rerun``).
+            one (unless ``rerun``, or ``retry_failed`` and that one failed). An earlier attempt's result,
+            launcher output, rank logs and progress file move to ``<state>/attempts/N/`` first: nothing
+            of it is lost. ``env`` adds variables (not secret ones) to the launcher's environment.
 ``status``  is the supervisor alive; the lines appended to the progress file and to the launcher's
             output since the given offsets; the result once there is one.
-``final``   the result and the tail of the launcher's output.
+``final``   the result, the tail of the launcher's output and the results of the earlier attempts.
 ``scan``    the processes of the job on this node (pid, rank, command).
 ``sweep``   end every process of the job on this node (SIGTERM, then SIGKILL) and list what is left.
 
@@ -51,6 +53,10 @@ from typing import Any, Dict, List, Optional
 
 AGENT_NAME = "train_agent.py"
 JOB_VAR = "AMX_CLUSTER_JOB"
+# The checkpoint an attempt resumes from (the launch script passes it on as --resume_from_checkpoint).
+RESUME_VAR = "AMX_CLUSTER_RESUME_FROM"
+# A JSON list of the job's earlier attempts (attempt_summary), for the training script's metrics.
+ATTEMPTS_VAR = "AMX_CLUSTER_ATTEMPTS_FILE"
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "RANK")
 MARKER = re.compile(r"\[(\d+)\] ")
 MAX_READ = 256 * 1024
@@ -294,7 +300,66 @@ def paths(cfg: Dict[str, Any]) -> Dict[str, str]:
         "supervisor": os.path.join(state, "supervisor.json"),
         "result": os.path.join(state, "result.json"),
         "log": os.path.join(state, "launcher.log"),
+        "attempts": os.path.join(state, "attempts"),
     }
+
+
+def earlier_attempts(cfg: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The results of the job's earlier attempts, oldest first (each with the folder it was kept in)."""
+    folder = paths(cfg)["attempts"]
+    try:
+        numbers = sorted(int(name) for name in os.listdir(folder) if name.isdigit())
+    except OSError:
+        return []
+    found = []
+    for number in numbers:
+        result = read_json(os.path.join(folder, str(number), "result.json"), {}) or {}
+        found.append(dict(result, attempt=number, kept_in=os.path.join(folder, str(number))))
+    return found
+
+
+def keep_attempt(cfg: Dict[str, Any]) -> str:
+    """Move what the job's last attempt left (result, launcher output, rank logs, progress file) into
+    ``attempts/N/`` of its state folder, N counting from 1, and answer with that folder."""
+    files = paths(cfg)
+    number = len(earlier_attempts(cfg)) + 1
+    kept = os.path.join(files["attempts"], str(number))
+    os.makedirs(os.path.join(kept, "logs"), exist_ok=True)
+    moves = [(files["result"], "result.json"), (files["log"], "launcher.log")]
+    if cfg.get("progress_file"):
+        moves.append((cfg["progress_file"], os.path.basename(cfg["progress_file"])))
+    if cfg.get("logs_dir") and os.path.isdir(cfg["logs_dir"]):
+        moves.extend(
+            (os.path.join(cfg["logs_dir"], name), os.path.join("logs", name))
+            for name in sorted(os.listdir(cfg["logs_dir"]))
+        )
+    for source, name in moves:
+        if os.path.isfile(source):
+            os.replace(source, os.path.join(kept, name))
+    return kept
+
+
+def attempt_summary(results: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Attempts of a job (their results, oldest first) as the records keep them: number, return code, signal,
+    whether it timed out, times, the checkpoint it resumed from, and the folder of an earlier one's files."""
+    return [
+        {
+            "attempt": number,
+            "rc": result.get("rc"),
+            "signal": result.get("signal"),
+            "timed_out": bool(result.get("timed_out")),
+            "started": result.get("started"),
+            "ended": result.get("ended"),
+            "seconds": result.get("duration"),
+            "resumed_from": (result.get("env") or {}).get(RESUME_VAR) or None,
+            "kept_in": result.get("kept_in"),
+        }
+        for number, result in enumerate(results, start=1)
+    ]
+
+
+def failed(result: Dict[str, Any]) -> bool:
+    return result.get("rc") != 0 or bool(result.get("timed_out"))
 
 
 def supervisor_alive(cfg: Dict[str, Any]) -> bool:
@@ -325,9 +390,12 @@ def supervise(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> 
     write_json(files["supervisor"], info)
     timeout = float(cfg.get("timeout") or 0)
     env = dict(os.environ)
+    env.update({str(name): str(value) for name, value in (cfg.get("env") or {}).items()})
     # Secret variables reach the launcher (and through it every rank) in its environment only.
     env.update(secrets or {})
     env[JOB_VAR] = cfg["job"]
+    env[ATTEMPTS_VAR] = files["attempts"] + ".json"
+    write_json(env[ATTEMPTS_VAR], attempt_summary(earlier_attempts(cfg)))
     with open(files["log"], "ab") as log:
         proc = subprocess.Popen(
             ["/bin/bash", cfg["script"]],
@@ -370,6 +438,7 @@ def supervise(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> 
         "sweeps": sweeps,
         "rank_logs": rank_logs,
         "launcher_log": files["log"],
+        "env": cfg.get("env") or {},
     }
     write_json(files["result"], result)
     return 0
@@ -384,10 +453,13 @@ def start(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> Dict
     if supervisor_alive(cfg):
         return {"state": "attached", "supervisor": read_json(files["supervisor"], {})}
     previous = read_json(files["result"])
-    if previous is not None and not cfg.get("rerun"):
+    retry = previous is not None and bool(cfg.get("retry_failed")) and failed(previous)
+    if previous is not None and not cfg.get("rerun") and not retry:
         return {"state": "finished_before", "result": previous}
     if not os.path.isfile(cfg["script"]):
         return {"state": "error", "error": "no launch script at {}".format(cfg["script"])}
+    if retry:
+        keep_attempt(cfg)
     for name in ("result", "log", "supervisor"):
         with contextlib.suppress(OSError):
             os.remove(files[name])
@@ -435,6 +507,7 @@ def final(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return {
         "result": read_json(files["result"]),
         "log_tail": tail(files["log"], int(cfg.get("log_limit") or MAX_READ)),
+        "attempts": earlier_attempts(cfg),
     }
 
 

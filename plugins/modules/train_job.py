@@ -90,6 +90,19 @@ options:
     description: Start the job again when an earlier start of it has ended.
     type: bool
     default: false
+  retry_failed:
+    description:
+      - Start a new attempt of the job when its earlier attempt failed (it reports a successful one as it was).
+      - The earlier attempt's result, launcher output, rank logs and progress file move to
+        C(<run_dir>/state/<name>/attempts/N/) first.
+    type: bool
+    default: false
+  env:
+    description:
+      - Variables added to the launcher's environment (and so to every rank's), recorded in the job's result.
+      - For values that must not be written anywhere, use O(secret_env).
+    type: dict
+    default: {}
   hint:
     description: Appended to the failure message (where to look, what to change).
     type: str
@@ -217,6 +230,15 @@ rank_logs:
   returned: success, not in check mode
   type: list
   elements: str
+attempts:
+  description:
+    - Every attempt of the job, oldest first, the last being this one; with O(retry_failed), the failed ones before.
+    - Each has V(attempt) (from 1), V(rc), V(signal), V(timed_out), V(started), V(ended), V(seconds),
+      V(resumed_from) (the checkpoint in E(AMX_CLUSTER_RESUME_FROM), or null) and V(kept_in) (the folder of an
+      earlier attempt's files).
+  returned: success, not in check mode
+  type: list
+  elements: dict
 left_running:
   description: Processes of the job still alive after the clean-up, per node (empty when all is clean).
   returned: success, not in check mode

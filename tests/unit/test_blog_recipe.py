@@ -90,6 +90,10 @@ ALLOWED_PROGRAM = {
 ALLOWED_FLAGS = {
     "--output_dir": "the run's own folder (runs/<id>/output) instead of /tmp/debug_squad/",
     "--overwrite_output_dir": "single-node run only: a rerun writes over its own output folder",
+    "--save_strategy": "checkpoints (train_checkpoint_steps): a failed job goes on from the newest one",
+    "--save_steps": "every train_checkpoint_steps (500, the Trainer's own default interval)",
+    "--save_total_limit": "each node keeps train_checkpoint_keep (2) of them",
+    "--save_on_each_node": "every node holds its own copy, so that each rank can resume from it",
 }
 ALLOWED_ENV = {
     "MASTER_ADDR": "the master's private address on this cluster, not the blog's 172.31.3.190",
@@ -249,6 +253,8 @@ def role_launch(values: dict, nodes: list, recipe_stack: dict) -> dict:
         logging_steps=values["train_logging_steps"],
         custom_args=values["train_script_args"],
         extra_args=values["train_extra_args"],
+        checkpoint_steps=values["train_checkpoint_steps"],
+        checkpoint_keep=values["train_checkpoint_keep"],
     )
     # wiring (vars/main.yml __train_hydra_options, __train_env, __train_launch_args)
     options = (
@@ -276,6 +282,7 @@ def role_launch(values: dict, nodes: list, recipe_stack: dict) -> dict:
         bf16=values["train_bf16"],
         setvars=SETVARS,
         extra_env=env,
+        resume_flag="--resume_from_checkpoint",
     )
     return launch
 

@@ -38,6 +38,7 @@ import socket
 import string
 import sys
 import time
+import traceback
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 # Everything is local: never let a library reach for the Hub.
@@ -96,6 +97,11 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--ddp_timeout", type=int, default=1800, help="seconds before a stuck collective fails")
     parser.add_argument("--overwrite_output_dir", action="store_true", help="accepted for run_qa.py compatibility")
     parser.add_argument("--no_save", action="store_true", help="do not save the trained model")
+    parser.add_argument("--save_strategy", choices=["no", "steps"], default="no", help="steps: save checkpoints")
+    parser.add_argument("--save_steps", type=int, default=500, help="steps between checkpoints")
+    parser.add_argument("--save_total_limit", type=int, help="keep only the newest N checkpoints")
+    parser.add_argument("--save_on_each_node", action="store_true", help="every node saves its own checkpoints")
+    parser.add_argument("--resume_from_checkpoint", help="a checkpoint folder of an earlier attempt to go on from")
     # The flags of every transformers dialect.
     parser.add_argument("--no_cuda", action="store_true", help="run on the CPU (transformers < 5)")
     parser.add_argument("--use_cpu", action="store_true", help="run on the CPU (transformers >= 4.32)")
@@ -125,8 +131,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         parser.error(f"--xpu_backend {args.xpu_backend} and --ddp_backend {args.ddp_backend} disagree: pass one")
     if args.doc_stride >= args.max_seq_length:
         parser.error("--doc_stride must be smaller than --max_seq_length")
-    if args.per_device_train_batch_size < 1 or args.logging_steps < 1:
-        parser.error("--per_device_train_batch_size and --logging_steps must be >= 1")
+    if args.per_device_train_batch_size < 1 or args.logging_steps < 1 or args.save_steps < 1:
+        parser.error("--per_device_train_batch_size, --logging_steps and --save_steps must be >= 1")
+    if args.resume_from_checkpoint and not os.path.isfile(
+        os.path.join(args.resume_from_checkpoint, "trainer_state.json")
+    ):
+        parser.error(
+            f"--resume_from_checkpoint {args.resume_from_checkpoint!r} is no complete checkpoint on "
+            f"{socket.gethostname()} (no trainer_state.json in it)"
+        )
     return args
 
 
@@ -331,7 +344,10 @@ def training_arguments(args: argparse.Namespace, world_size: int) -> Any:
         "logging_steps": args.logging_steps,
         # The first step's loss is the baseline the progress and the metrics compare against.
         "logging_first_step": True,
-        "save_strategy": "no",
+        "save_strategy": args.save_strategy,
+        "save_steps": args.save_steps,
+        "save_total_limit": args.save_total_limit,
+        "save_on_each_node": args.save_on_each_node,
         "report_to": "none",
         "disable_tqdm": True,
         "seed": args.seed,
@@ -478,14 +494,13 @@ def gather_ranks(info: Dict[str, Any]) -> List[Dict[str, Any]]:
     return [info]
 
 
-def leave_process_group() -> None:
-    """Take every rank out of the process group together before the interpreter exits: a rank that exits with
-    the group still up can hang in its teardown (seen: rank 0 stuck after its last line, rank 1 gone)."""
+def leave_together() -> None:
+    """Wait until every rank is done with the process group: after this, a rank can end without a peer still
+    needing it. The group is not destroyed (see end)."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()
-        dist.destroy_process_group()
 
 
 def versions() -> Dict[str, str]:
@@ -497,6 +512,38 @@ def versions() -> Dict[str, str]:
         except ImportError:
             found[name] = "missing"
     return found
+
+
+def attempts(metrics: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The job's earlier attempts (the file amx.cluster's run agent names in AMX_CLUSTER_ATTEMPTS_FILE), then this
+    one: which checkpoint it went on from, and the steps it trained."""
+    earlier: List[Dict[str, Any]] = []
+    path = os.environ.get("AMX_CLUSTER_ATTEMPTS_FILE")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                earlier = list(json.load(handle))
+        except (OSError, ValueError, TypeError):
+            earlier = []
+    resumed = metrics.get("resumed_from") or {}
+    steps = (metrics.get("train") or {}).get("steps")
+    this = {
+        "attempt": len(earlier) + 1,
+        "resumed_from": resumed.get("checkpoint"),
+        "first_step": (resumed.get("step") or 0) + 1,
+        "last_step": steps,
+        "wall_seconds": metrics.get("wall_seconds"),
+    }
+    return [*earlier, this]
+
+
+def checkpoint_step(folder: str) -> Optional[int]:
+    """The step of a checkpoint folder, from its trainer_state.json."""
+    try:
+        with open(os.path.join(folder, "trainer_state.json"), encoding="utf-8") as handle:
+            return int(json.load(handle).get("global_step"))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def first_last(values: Iterable[float]) -> Dict[str, Optional[float]]:
@@ -579,7 +626,13 @@ def main(argv: Sequence[str]) -> int:
     batches_per_epoch = 0
     if train_dataset is not None:
         batches_per_epoch = len(trainer.get_train_dataloader())
-        result = trainer.train()
+        if args.resume_from_checkpoint:
+            # Read before training: the checkpoint may be rotated away (save_total_limit) by the time it ends.
+            metrics["resumed_from"] = {
+                "checkpoint": args.resume_from_checkpoint,
+                "step": checkpoint_step(args.resume_from_checkpoint),
+            }
+        result = trainer.train(resume_from_checkpoint=args.resume_from_checkpoint)
         progress = callbacks[0]
         losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
         first_last_loss = first_last(losses)
@@ -618,6 +671,7 @@ def main(argv: Sequence[str]) -> int:
         }
     )
     metrics["wall_seconds"] = round(time.time() - wall_started, 3)
+    metrics["attempts"] = attempts(metrics)
     if trainer.is_world_process_zero():
         if args.metrics_file:
             os.makedirs(os.path.dirname(os.path.abspath(args.metrics_file)), exist_ok=True)
@@ -631,15 +685,30 @@ def main(argv: Sequence[str]) -> int:
         if "train" in metrics:
             summary["loss"] = [metrics["train"]["loss_first"], metrics["train"]["loss_last"]]
         log(f"done {json.dumps(summary)}")
-    leave_process_group()
+    leave_together()
+    end(0)
     return 0
 
 
-if __name__ == "__main__":
-    code = main(sys.argv[1:])
-    # Everything is written and the process group is left: end here. The interpreter's own shutdown can hang in the
-    # native libraries' teardown (seen in the cluster scenario: rank 0 idle after its last line, its launcher
-    # waiting for it), and a rank that never ends holds the whole job.
+def end(code: int) -> None:
+    """End the process once its output is flushed, skipping every destructor: the teardown of torch's
+    distributed objects can hang (seen in the cluster scenario: rank 0 stuck after its last line, in the
+    release of main's locals once the other rank had gone), and a rank that never ends holds the whole job.
+    Called while main's objects are still alive, so that none of them is released first."""
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(code)
+
+
+if __name__ == "__main__":
+    try:
+        end(main(sys.argv[1:]))
+    except SystemExit as stop:
+        # Ended here too, while the traceback still holds main's objects: an error must not hang in their release.
+        if isinstance(stop.code, int) or stop.code is None:
+            end(stop.code or 0)
+        print(stop.code, file=sys.stderr)
+        end(1)
+    except BaseException:
+        traceback.print_exc()
+        end(1)

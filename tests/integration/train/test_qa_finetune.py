@@ -1,16 +1,21 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""qa_finetune.py for real: a bounded run that learns, alone and as 2 ranks under mpirun with gloo."""
+"""qa_finetune.py for real: a bounded run that learns, alone and as 2 ranks under mpirun with gloo, and one that
+loses a rank and resumes from its checkpoint."""
 
 import json
 import math
+import os
+import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 from train_helpers import FILES, run_env
 
+from ansible_collections.amx.cluster.plugins.module_utils.checkpoints import resume_point
 from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
 from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command
 from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
@@ -175,3 +180,82 @@ def test_ccl_on_a_transformers_without_it_fails_clearly(train_python, tiny_qa, i
     )
     assert done.returncode != 0
     assert "does not accept backend 'ccl'" in done.stderr
+
+
+def rank_pids(marker, rank):
+    """The Python processes of rank `rank` whose command line holds `marker` (a path of this test's own)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            environ = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+            exe = os.readlink(f"/proc/{entry}/exe")
+        except OSError:
+            continue
+        if marker in cmdline and f"PMI_RANK={rank}".encode() in environ and "python" in os.path.basename(exe):
+            pids.append(int(entry))
+    return pids
+
+
+def test_a_run_that_lost_a_rank_resumes_from_its_checkpoint_to_the_planned_end(
+    train_python, tiny_qa, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path
+):
+    """The job's path after a lost rank: checkpoints on every node, rank 1 killed after one, the same launch
+    script run again with the checkpoint that resume_point picks, training going on from there to the end."""
+    steps, every = 200, 10
+    layout = rank_layout(2, nodes=1, processes_per_node=2, mode="partitioned")
+    dialect = flag_dialect(installed_versions["transformers"], world_size=2)
+    saving = ["--save_strategy", "steps", "--save_steps", str(every), "--save_total_limit", "2", "--save_on_each_node"]
+    args = [*training_args(tiny_qa, tmp_path, steps), *saving]
+    launch = launch_command(
+        layout,
+        dialect,
+        str(FILES / "qa_finetune.py"),
+        args,
+        hostfile=str(localhost_hostfile),
+        python=str(train_python),
+        master_addr="127.0.0.1",
+        master_port=free_port,
+        kmp_hw_subset=None,
+        resume_flag="--resume_from_checkpoint",
+    )
+    script = tmp_path / "launch.sh"
+    script.write_text(launch["script"])
+    output = tmp_path / "model"
+
+    first = subprocess.Popen(["bash", str(script)], env=run_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.time() + 600
+    while not (output / "checkpoint-20" / "trainer_state.json").exists():
+        assert first.poll() is None and time.time() < deadline, "no checkpoint-20 before the run ended"
+        time.sleep(0.1)
+    victims = rank_pids(str(tmp_path), 1)
+    assert len(victims) == 1, victims
+    os.kill(victims[0], signal.SIGKILL)
+    first_out = first.communicate(timeout=300)[0].decode(errors="replace")
+    assert first.returncode != 0, first_out[-3000:]
+    assert not (tmp_path / "metrics.json").exists()
+
+    held = {"this-node": [str(path) for path in output.glob("*/trainer_state.json")]}
+    point = resume_point(held, str(output))
+    assert point["step"] is not None and point["step"] >= 20 and point["step"] % every == 0, point
+
+    done = subprocess.run(
+        ["bash", str(script)],
+        env=dict(run_env(), AMX_CLUSTER_RESUME_FROM=point["checkpoint"]),
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert metrics["resumed_from"] == {"checkpoint": point["checkpoint"], "step": point["step"]}
+    assert metrics["train"]["steps"] == steps, "training went on to the planned end"
+    assert metrics["attempts"][-1]["first_step"] == point["step"] + 1
+    assert metrics["attempts"][-1]["last_step"] == steps
+    # The loss history of the first attempt came back with the checkpoint: the record starts at step 1.
+    assert len(metrics["train"]["losses"]) == 1 + steps // 20
+    remaining = sorted(int(path.name.split("-")[1]) for path in output.glob("checkpoint-*"))
+    assert remaining == [steps - every, steps], "save_total_limit keeps the newest two"

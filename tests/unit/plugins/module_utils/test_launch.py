@@ -1,6 +1,7 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
+import os
 import shlex
 import string
 import subprocess
@@ -425,3 +426,48 @@ def test_path_env_is_put_in_front_of_the_current_value(tmp_path):
         assert done.stdout.strip() == after
     with pytest.raises(LaunchError, match="LD_PRELOAD is given both in path_env and as a variable"):
         recipe_launch(path_env={"LD_PRELOAD": "/x"})
+
+
+def test_script_args_save_checkpoints_on_every_node_except_in_a_timed_run():
+    common = dict(model="/m", train_file="/t", validation_file="/v", checkpoint_steps=20, checkpoint_keep=3)
+    args = script_args("qa_finetune", "/r", **common)
+    saving = ["--save_strategy", "steps", "--save_steps", "20", "--save_total_limit", "3", "--save_on_each_node"]
+    at = args.index("--save_strategy")
+    assert args[at : at + len(saving)] == saving
+    assert "--save_steps" not in script_args("qa_finetune", "/r", measure_only=True, **common)
+    assert "--save_steps" not in script_args("qa_finetune", "/r", **dict(common, checkpoint_steps=0))
+    with pytest.raises(LaunchError, match="checkpoint_keep must be a number >= 1"):
+        script_args("qa_finetune", "/r", **dict(common, checkpoint_keep=0))
+
+
+def test_the_resume_flag_is_passed_only_when_an_attempt_sets_the_checkpoint(tmp_path):
+    layout = rank_layout(2, processes_per_node=2, mode="partitioned")
+    launch = launch_command(
+        layout,
+        flag_dialect("5.24.0", world_size=2),
+        "/srv/train/qa_finetune.py",
+        ["--output_dir", "/tmp/out"],
+        hostfile="/etc/hosts-of-the-run",
+        launcher=str(tmp_path / "mpirun"),
+        resume_flag="--resume_from_checkpoint",
+    )
+    # A launcher that prints the arguments it was given, one per line.
+    (tmp_path / "mpirun").write_text('#!/usr/bin/env bash\nprintf "%s\\n" "$@"\n')
+    (tmp_path / "mpirun").chmod(0o755)
+    (tmp_path / "launch.sh").write_text(launch["script"])
+
+    def argv(**env):
+        done = subprocess.run(
+            ["bash", str(tmp_path / "launch.sh")], env=dict(os.environ, **env), capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    assert argv() == launch["argv"][1:], "without a checkpoint to go on from, the command as rendered"
+    assert argv(AMX_CLUSTER_RESUME_FROM="/runs/r 1/output/checkpoint-40")[-2:] == [
+        "--resume_from_checkpoint",
+        "/runs/r 1/output/checkpoint-40",
+    ]
+    assert "--resume_from_checkpoint" not in launch["argv"]
+    with pytest.raises(LaunchError, match="resume_flag must be a plain --flag"):
+        launch_command(layout, flag_dialect("5.24.0", world_size=2), "s.py", resume_flag="--x; rm -rf /")

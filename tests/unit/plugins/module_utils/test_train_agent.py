@@ -240,3 +240,51 @@ def test_without_secrets_on_stdin_the_launcher_gets_none(run):
     assert wait_for_result(run)["rc"] == 0
     with open(os.path.join(run["run_dir"], "seen.txt")) as handle:
         assert handle.read() == "[]"
+
+
+def test_a_failed_job_is_kept_and_a_new_attempt_goes_on_with_its_variables(run):
+    # The first attempt fails after its progress and rank output; the second sees the variables it was given and
+    # the list of the earlier attempts.
+    write_script(
+        run,
+        'if [[ -z "${AMX_CLUSTER_RESUME_FROM:-}" ]]; then\n'
+        '  echo \'{"step": 1}\' >> progress.jsonl; echo "[0] first"; exit 9\n'
+        "fi\n"
+        'echo \'{"step": 2}\' >> progress.jsonl; echo "[0] from $AMX_CLUSTER_RESUME_FROM"\n'
+        'cp "$AMX_CLUSTER_ATTEMPTS_FILE" seen-attempts.json\n',
+    )
+    agent("start", run)
+    assert wait_for_result(run)["rc"] == 9
+    assert agent("start", run)["state"] == "finished_before", "without retry_failed a failure is reported"
+
+    retry = dict(run, retry_failed=True, env={"AMX_CLUSTER_RESUME_FROM": "/r/output/checkpoint-40"})
+    assert agent("start", retry)["state"] == "started"
+    result = wait_for_result(retry)
+    assert result["rc"] == 0 and result["env"] == {"AMX_CLUSTER_RESUME_FROM": "/r/output/checkpoint-40"}
+
+    kept = os.path.join(run["state_dir"], "attempts", "1")
+    assert sorted(os.listdir(kept)) == ["launcher.log", "logs", "progress.jsonl", "result.json"]
+    with open(os.path.join(kept, "logs", "rank-0.log")) as handle:
+        assert handle.read() == "first\n"
+    with open(os.path.join(kept, "progress.jsonl")) as handle:
+        assert handle.read() == '{"step": 1}\n'
+    with open(run["progress_file"]) as handle:
+        assert handle.read() == '{"step": 2}\n', "the new attempt's progress starts afresh"
+    with open(os.path.join(run["logs_dir"], "rank-0.log")) as handle:
+        assert handle.read() == "from /r/output/checkpoint-40\n"
+    with open(os.path.join(run["run_dir"], "seen-attempts.json")) as handle:
+        seen = json.load(handle)
+    assert [(a["attempt"], a["rc"], a["kept_in"]) for a in seen] == [(1, 9, kept)]
+
+    summary = train_agent.attempt_summary(agent("final", run)["attempts"] + [result])
+    assert [(a["attempt"], a["rc"], a["resumed_from"]) for a in summary] == [
+        (1, 9, None),
+        (2, 0, "/r/output/checkpoint-40"),
+    ]
+    assert agent("start", retry)["state"] == "finished_before", "a job that succeeded is never run again"
+
+
+def test_a_timed_out_attempt_counts_as_failed():
+    assert train_agent.failed({"rc": 0, "timed_out": True})
+    assert train_agent.failed({"rc": None})
+    assert not train_agent.failed({"rc": 0, "timed_out": False})

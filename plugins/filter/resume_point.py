@@ -1,0 +1,56 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filter amx.cluster.resume_point: a thin wrapper over module_utils.checkpoints.resume_point."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: resume_point
+short_description: The checkpoint a failed training job goes on from, the newest that every node holds
+version_added: 0.1.0
+author: amx.cluster contributors
+description:
+  - The newest checkpoint (C(OUTPUT_DIR/checkpoint-STEP/) with its C(trainer_state.json), which transformers'
+    Trainer writes last) that every node of the job holds.
+  - The rules are in plugins/module_utils/checkpoints.py.
+options:
+  _input:
+    description:
+      - Each node of the job (inventory name, in hostfile order: the master first) mapped to the files found under
+        O(output_dir) on it (paths, or the C(files) of M(ansible.builtin.find)).
+    type: dict
+    required: true
+  output_dir:
+    description: The job's C(--output_dir) on every node.
+    type: str
+    required: true
+"""
+
+EXAMPLES = r"""
+- name: Choose the checkpoint the job resumes from
+  ansible.builtin.set_fact:
+    resume: >-
+      {{ {'master': ['/runs/r1/output/checkpoint-40/trainer_state.json'],
+          'worker1': ['/runs/r1/output/checkpoint-40/trainer_state.json']}
+         | amx.cluster.resume_point('/runs/r1/output') }}
+  # resume.step == 40, resume.checkpoint == '/runs/r1/output/checkpoint-40'
+"""
+
+RETURN = r"""
+_value:
+  description:
+    - V(step) and V(checkpoint) of the newest checkpoint on every node (both null when no node holds one), V(steps)
+      (the complete checkpoints' steps by node), V(missing) (by node, the names of the master's files of that
+      checkpoint the node lacks, never a rank's random state) and V(problems) (sentences naming the nodes when some
+      hold checkpoints and others none of the same step).
+  type: dict
+"""
+
+from ansible_collections.amx.cluster.plugins.module_utils.checkpoints import resume_point  # noqa: E402
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function  # noqa: E402
+
+
+class FilterModule:
+    def filters(self):
+        return {"resume_point": filter_function("resume_point", resume_point)}
