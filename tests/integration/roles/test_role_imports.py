@@ -130,18 +130,19 @@ class Case:
 
 
 # A string where the spec says a list: the argument validation accepts it (it checks the string split at commas),
-# the role would get the string and iterate its characters; the role refuses it first, naming the variable.
+# the role would get the string and iterate its characters; the role's preflight (amx.cluster.cluster_shape) refuses
+# it first, naming the variable.
 BAD_INPUT = (
     Entry(
         "mpi_hostfile",
         vars={"mpi_hostfile_workers": "w1"},
-        stop='mpi_hostfile_workers is "w1", not a list of inventory names',
+        stop="mpi_hostfile_workers must be a list of inventory host names",
         label="workers-string",
     ),
     Entry(
         "ssh_mesh",
         vars={"ssh_mesh_workers": "w1"},
-        stop='ssh_mesh_workers is "w1", not a list of inventory names',
+        stop="ssh_mesh_workers must be a list of inventory host names",
         label="workers-string",
     ),
 )
