@@ -17,7 +17,7 @@ description:
 options:
   _input:
     description:
-      - Each node of the job (inventory name, in hostfile order: the master first) mapped to the files found under
+      - Each node of the job (inventory name, in hostfile order, the master first) mapped to the files found under
         O(output_dir) on it (paths, or the C(files) of M(ansible.builtin.find)).
     type: dict
     required: true
