@@ -159,14 +159,14 @@ def test_the_second_run_changes_nothing(wired):
 
 
 def test_the_config_carries_the_workers_port_and_user(wired):
-    fleet, _ = wired
+    fleet = wired[0]
     config = on(fleet["master"], "cat ~/.ssh/config", user="amx").stdout
     entry = config[config.index("Host node1") :].splitlines()
     assert entry[1:4] == [f"    HostName {fleet['worker_ip']}", f"    Port {PORT}", f"    User {USER}"], config
 
 
 def test_the_workers_host_key_is_pinned_under_address_and_port(wired):
-    fleet, _ = wired
+    fleet = wired[0]
     ip = fleet["worker_ip"]
     found = on(fleet["master"], f"ssh-keygen -F '[{ip}]:{PORT}'", user="amx", check=False)
     assert found.returncode == 0 and " ssh-ed25519 " in found.stdout, found.stdout + found.stderr
@@ -176,13 +176,13 @@ def test_the_workers_host_key_is_pinned_under_address_and_port(wired):
 
 
 def test_the_master_reaches_the_worker_by_alias_as_its_user_host_key_checked(wired):
-    fleet, _ = wired
+    fleet = wired[0]
     answer = on(fleet["master"], "ssh -o BatchMode=yes -o StrictHostKeyChecking=yes node1 whoami", user="amx")
     assert answer.stdout.strip() == USER
 
 
 def test_the_train_preflight_ssh_check_reaches_the_worker(wired):
-    fleet, _ = wired
+    fleet = wired[0]
     defaults = yaml.safe_load((REPO / "roles" / "train" / "defaults" / "main.yml").read_text())
     options = " ".join(defaults["train_ssh_options"])
     assert on(fleet["master"], f"ssh {options} node1 true", user="amx", check=False).returncode == 0
@@ -190,7 +190,7 @@ def test_the_train_preflight_ssh_check_reaches_the_worker(wired):
 
 def test_the_agents_sweep_reaches_the_worker_through_the_mesh(wired):
     """train_agent.remote, as the supervisor calls it on the master: `ssh node1 python3 - scan {...}`."""
-    fleet, _ = wired
+    fleet = wired[0]
     master = fleet["master"]
     run(["docker", "cp", str(REPO / "plugins" / "module_utils" / "train_agent.py"), f"{master}:/tmp/train_agent.py"])
     code = (
