@@ -37,8 +37,11 @@ USER = "runner"  # the worker's account, not the master's (amx)
 pytestmark = pytest.mark.slow
 
 
-def run(argv: List[str], timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+def run(
+    argv: List[str], timeout: int = 300, check: bool = True, env: Dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    environment = {**os.environ, **env} if env else None
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, env=environment)
     if check and done.returncode != 0:
         raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
     return done
@@ -64,25 +67,14 @@ def fleet(tmp_path_factory):
     names = [f"{prefix}-master", f"{prefix}-worker"]
     try:
         nodes = {}
+        # The worker: an account of its own that Ansible logs in as, and sshd on PORT only.
+        accounts = {names[0]: {}, names[1]: {"NODE_USER": USER, "NODE_SSH_PORT": str(PORT)}}
         for name in names:
-            out = run(["bash", str(TOOLS / "start-node.sh"), name, prefix, image, prefix, f"{key}.pub"]).stdout
+            argv = ["bash", str(TOOLS / "start-node.sh"), name, prefix, image, prefix, f"{key}.pub"]
+            out = run(argv, env=accounts[name]).stdout
             nodes[name] = json.loads(out.strip().splitlines()[-1])
         worker = names[1]
-        # The worker: an account of its own that Ansible logs in as, and sshd on PORT only (SIGHUP: sshd, the
-        # container's first process, reads its configuration again).
-        on(
-            worker,
-            f"useradd --create-home --shell /bin/bash {USER}"
-            f" && echo '{USER} ALL=(ALL) NOPASSWD:ALL' > /etc/sudoers.d/{USER} && chmod 0440 /etc/sudoers.d/{USER}"
-            f" && install -d -m 0700 -o {USER} -g {USER} /home/{USER}/.ssh"
-            f" && cp /home/amx/.ssh/authorized_keys /home/{USER}/.ssh/ && chown {USER}:{USER} /home/{USER}/.ssh/*"
-            f" && echo 'Port {PORT}' >> /etc/ssh/sshd_config && kill -HUP 1",
-        )
-        on(
-            worker,
-            f"for i in $(seq 1 50); do ss -ltn | grep -q ':{PORT} ' && ! ss -ltn | grep -q ':22 ' && exit 0;"
-            " sleep 0.2; done; exit 1",
-        )
+        on(worker, f"ss -ltn | grep -q ':{PORT} ' && ! ss -ltn | grep -q ':22 '")
         master_ip, worker_ip = nodes[names[0]]["address"], nodes[worker]["address"]
         known = folder / "known_hosts"
         known.write_text(
