@@ -46,6 +46,7 @@ from benchlib.paths import RESULTS, require_venv_tools
 from benchlib.results import dated_folder, write_report
 from bringup.harness import Harness, log
 from bringup.measure import Bench
+from bringup.node_resources import cpu_cap_options
 from bringup.report import NOTES, machine, markdown, scaling_report
 from bringup.settings import PROFILE
 from bringup.summary import summarise
@@ -90,6 +91,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         help="the smallest end-to-end check: 1 node, 1 run, provision.yml twice on the shared wheelhouse; no "
         "baseline, no bytes, no train.yml, no scaling report",
     )
+    parser.add_argument(
+        "--node-cpus",
+        type=float,
+        help="cap every container node at this many CPUs (docker run --cpus; default: no cap, all share one pool)",
+    )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the logs and inventories (path printed)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -98,6 +104,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     args.wheelhouse = args.wheelhouse or "cold"
     if args.nodes < 1 or args.runs < 1:
         parser.error("--nodes and --runs must be 1 or more")
+    try:
+        args.node_options = cpu_cap_options(args.node_cpus)
+    except ValueError as error:
+        parser.error(str(error))
     return args
 
 
@@ -123,7 +133,7 @@ def main() -> int:
     prefix = f"amx-bench-{secrets.token_hex(3)}"
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="bringup-bench-"))
     (workdir / "cp").mkdir()
-    harness = Harness(prefix, workdir)
+    harness = Harness(prefix, workdir, args.node_options)
     load_before = load_average()
     command = "python bench/bringup_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     log(f"{prefix}: {args.nodes} node(s), {args.runs} run(s), wheelhouse {args.wheelhouse}, work folder {workdir}")
@@ -162,6 +172,7 @@ def main() -> int:
         "runs": args.runs,
         "smoke": args.smoke,
         "wheelhouse": args.wheelhouse,
+        "node_cpus": args.node_cpus,
         "profile": {"name": PROFILE, "packages": bench.profile["packages"]},
         "torch_wheel": str(bench.torch_wheel) if bench.torch_wheel else None,
         "summary": summarise(args.nodes, runs, one_node),

@@ -33,9 +33,10 @@ def run(argv: Sequence[str], timeout: float = 3600, **kwargs: Any) -> subprocess
 class Harness:
     """Containers of this benchmark: one network and one label (amx-cluster-test=<prefix>), removed at the end."""
 
-    def __init__(self, prefix: str, workdir: pathlib.Path) -> None:
+    def __init__(self, prefix: str, workdir: pathlib.Path, node_options: Sequence[str] = ()) -> None:
         self.prefix = prefix
         self.workdir = workdir
+        self.node_options = list(node_options)  # extra `docker run` options of every node (node_resources)
         self.key = workdir / "id_ed25519"
         self.image = ""
 
@@ -49,10 +50,9 @@ class Harness:
         nodes = []
         for index in range(size):
             node = f"{self.prefix}-{name}-{'master' if index == 0 else f'node{index}'}"
-            started = run(
-                ["bash", str(TOOLS / "start-node.sh"), node, self.prefix, self.image, self.prefix, f"{self.key}.pub"],
-                timeout=300,
-            )
+            script = ["bash", str(TOOLS / "start-node.sh")]
+            argv = [*script, node, self.prefix, self.image, self.prefix, f"{self.key}.pub", *self.node_options]
+            started = run(argv, timeout=300)
             nodes.append(json.loads(started.stdout.strip().splitlines()[-1]))
         cluster = Cluster(name, nodes, self)
         cluster.wait_for_ssh()

@@ -29,6 +29,8 @@ def secs(value: Optional[float]) -> str:
 def markdown(report: Dict[str, Any]) -> str:
     s = report["summary"]
     n = report["nodes"]
+    cpus = report.get("node_cpus")
+    capped = [f"Every node capped at {cpus:g} CPUs (`docker run --cpus`).", ""] if cpus else []
     lines = [
         f"# Bring-up benchmark, {report['date']}",
         "",
@@ -36,6 +38,7 @@ def markdown(report: Dict[str, Any]) -> str:
         f"{report['runs']} run(s) on {n} container node(s) made by tests/cluster/ (fresh containers for every "
         f"measurement), wheelhouse: {report['wheelhouse']}. Medians; every run's figure in bringup.json.",
         "",
+        *capped,
         "| measurement | median | runs | target | met |",
         "| --- | ---: | --- | --- | --- |",
     ]
