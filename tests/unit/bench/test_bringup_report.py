@@ -7,11 +7,13 @@ the same summary and the same bringup.md, byte for byte; partial and broken runs
 from __future__ import annotations
 
 import copy
+import pathlib
 
 import inventory_bench
 import pytest
 from bringup import report, summary
-from conftest import FIXTURES
+
+FIXTURES = pathlib.Path(__file__).resolve().parent / "fixtures"
 
 
 def test_the_stored_run_summarises_as_it_did(bringup_report):
