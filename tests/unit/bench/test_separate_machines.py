@@ -54,7 +54,7 @@ def test_a_chunk_larger_than_the_bucket_is_paced_not_refused():
 def test_the_long_run_rate_is_exact():
     clock = Clock()
     bucket = TokenBucket(rate=2000, capacity=0, clock=clock)
-    for _ in range(100):  # 100 chunks of 100 bytes, each sent when its wait is over
+    for _chunk in range(100):  # 100 chunks of 100 bytes, each sent when its wait is over
         clock.now += bucket.take(100)
     assert clock.now - 100.0 == pytest.approx(100 * 100 / 2000)
 
@@ -110,9 +110,9 @@ def test_index_pages_follow_pep_503():
     listing = pages["/simple/"].decode()
     assert '<a href="foo-bar/">foo-bar</a>' in listing
     assert '<a href="torch/">torch</a>' in listing
-    foo = pages["/simple/foo-bar/"].decode()
-    assert f'<a href="../../files/Foo_Bar-1.0-py3-none-any.whl#sha256={"ab" * 32}">' in foo
-    assert f'<a href="../../files/foo.bar-2.0-py3-none-any.whl#sha256={"cd" * 32}">' in foo
+    foo_bar = pages["/simple/foo-bar/"].decode()
+    assert f'<a href="../../files/Foo_Bar-1.0-py3-none-any.whl#sha256={"ab" * 32}">' in foo_bar
+    assert f'<a href="../../files/foo.bar-2.0-py3-none-any.whl#sha256={"cd" * 32}">' in foo_bar
     quoted = "torch-2.13.0%2Bcpu-cp311-cp311-linux_x86_64.whl"  # the + of a local version, quoted
     assert f'href="../../files/{quoted}#sha256={"ef" * 32}"' in pages["/simple/torch/"].decode()
 
