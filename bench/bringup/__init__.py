@@ -10,5 +10,7 @@
 - baseline: the recipe's steps by hand, node after node;
 - measure: one run of every measurement on fresh clusters;
 - summary: medians, ratios and targets of whatever was measured;
-- report: bringup.md, the notes on method, and the scaling report.
+- report: bringup.md, the notes on method, and the scaling report;
+- node_resources, package_index: toward separate machines (a CPU cap per node; a package index with a rate limit
+  per client, not yet used by a run).
 """
