@@ -30,7 +30,8 @@ def markdown(report: Dict[str, Any]) -> str:
     s = report["summary"]
     n = report["nodes"]
     cpus = report.get("node_cpus")
-    capped = [f"Every node capped at {cpus:g} CPUs (`docker run --cpus`).", ""] if cpus else []
+    unit = "CPU" if cpus == 1 else "CPUs"
+    capped = [f"Every node capped at {cpus:g} {unit} (`docker run --cpus`).", ""] if cpus else []
     lines = [
         f"# Bring-up benchmark, {report['date']}",
         "",

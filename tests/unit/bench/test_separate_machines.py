@@ -143,4 +143,6 @@ def test_the_report_says_when_nodes_were_capped(bringup_report):
     capped["node_cpus"] = 0.5
     text = report.markdown(capped)
     assert "Every node capped at 0.5 CPUs (`docker run --cpus`)." in text
+    capped["node_cpus"] = 1.0
+    assert "Every node capped at 1 CPU (`docker run --cpus`)." in report.markdown(capped)
     assert "capped" not in report.markdown(bringup_report)
