@@ -1,0 +1,168 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""One run of every measurement, each on fresh containers: the baseline, provision.yml (twice), train.yml."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import pathlib
+import shutil
+from typing import Any, Dict, List, Optional
+
+import yaml
+from benchlib.paths import REPO
+
+from .baseline import baseline
+from .harness import Cluster, Harness, log
+from .playbooks import ansible_env, playbook
+from .settings import MIN_GLOBAL_BATCH, NODE_USER, PROCESSES_PER_NODE
+from .wheels import native_profile, wheelhouse_bytes
+
+
+def train_sizes(nodes: int) -> List[int]:
+    """The node counts train.yml runs on, in order: N (the cluster's first train.yml), 1, .., N-1, N again."""
+    return [nodes, *range(1, nodes), nodes]
+
+
+def global_batch(sizes: List[int]) -> int:
+    """One global batch every node count divides evenly among its ranks, at least MIN_GLOBAL_BATCH."""
+    batch = PROCESSES_PER_NODE * math.lcm(*sizes)
+    return batch * math.ceil(MIN_GLOBAL_BATCH / batch)
+
+
+def measurement_order(run_index: int, skip_baseline: bool) -> List[str]:
+    """Baseline and provision alternate which goes first from run to run (run 1: the baseline)."""
+    order = ["baseline", "provision"] if run_index % 2 else ["provision", "baseline"]
+    return [part for part in order if not (skip_baseline and part == "baseline")]
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace, harness: Harness, workdir: pathlib.Path) -> None:
+        self.args = args
+        self.harness = harness
+        self.workdir = workdir
+        self.profile = native_profile()
+        self.torch_wheel: Optional[pathlib.Path] = None
+
+    def provision_vars(self, cluster: Cluster) -> Dict[str, Any]:
+        """Cold: a wheelhouse cache and pip cache of this cluster's own, so the controller downloads everything."""
+        if self.args.wheelhouse == "shared":
+            return {}
+        return {
+            "torch_stack_controller_cache": str(cluster.dir / "wheelhouse"),
+            "torch_stack_controller_pip_extra_args": ["--log", str(cluster.dir / "pip-download.log")],
+        }
+
+    def env(self, cluster: Cluster) -> Dict[str, str]:
+        extra = {"PIP_CACHE_DIR": str(cluster.dir / "pip-cache")} if self.args.wheelhouse == "cold" else {}
+        return ansible_env(self.workdir, extra)
+
+    def provision(self, cluster: Cluster, result: Dict[str, Any], twice: bool = True) -> None:
+        """provision.yml (and again when `twice`) on the cluster; each figure goes into `result` as it is measured."""
+        inventory = cluster.inventory(extra=self.provision_vars(cluster))
+        env = self.env(cluster)
+        first = playbook(REPO / "playbooks" / "provision.yml", inventory, cluster.dir / "provision-1.log", env)
+        log(f"  provision.yml on {len(cluster.nodes)} node(s): {first['seconds']:.1f}s, {first['changed']} changed")
+        result["first"] = first
+        if self.args.wheelhouse == "cold":
+            result["bytes"] = wheelhouse_bytes(cluster.dir / "wheelhouse", cluster.dir / "pip-download.log")
+            log(f"  wheelhouse: {result['bytes']['from_index_bytes'] / 1e6:.1f} MB from the index")
+            shutil.rmtree(cluster.dir / "wheelhouse", ignore_errors=True)
+            shutil.rmtree(cluster.dir / "pip-cache", ignore_errors=True)
+        if twice:
+            second = playbook(REPO / "playbooks" / "provision.yml", inventory, cluster.dir / "provision-2.log", env)
+            log(f"  second provision.yml: {second['seconds']:.1f}s, {second['changed']} changed")
+            result["second"] = second
+
+    def hostfile_of_first(self, cluster: Cluster, size: int, inventory: pathlib.Path, env: Dict[str, str]) -> str:
+        """provision.yml wrote ~/hosts for all N nodes; a hostfile of the first `size` nodes (written once)."""
+        hostfile = f"/home/{NODE_USER}/hosts-{size}"
+        play = cluster.dir / f"hostfile-{size}.yml"
+        play.write_text(
+            yaml.safe_dump(
+                [
+                    {
+                        "name": f"Write the hostfile of the first {size} node(s)",
+                        "hosts": "cluster",
+                        "roles": [{"role": "amx.cluster.mpi_hostfile", "mpi_hostfile_path": hostfile}],
+                    }
+                ],
+                sort_keys=False,
+            )
+        )
+        if not (cluster.dir / f"hostfile-{size}.log").exists():
+            playbook(play, inventory, cluster.dir / f"hostfile-{size}.log", env)
+        return hostfile
+
+    def train(self, cluster: Cluster, run_index: int, results: List[Dict[str, Any]]) -> None:
+        """train.yml on N, 1, .., N-1, then N nodes again, of the provisioned cluster: the same global batch and data
+        each time. The first run on N nodes is the cluster's first train.yml (it installs the launcher and makes the
+        data set); the last one is an everyday launch, the one the launch overhead target is judged on."""
+        sizes = train_sizes(len(cluster.nodes))
+        batch = global_batch(sizes)
+        env = ansible_env(self.workdir)
+        for attempt, size in enumerate(sizes, start=1):
+            inventory = cluster.inventory(size)
+            extra: Dict[str, Any] = {
+                "train_run_id": f"bench-r{run_index}-{attempt}-{size}n",
+                "train_batch_size": batch // (PROCESSES_PER_NODE * size),
+            }
+            if size < len(cluster.nodes):
+                extra["train_hostfile"] = self.hostfile_of_first(cluster, size, inventory, env)
+            played = playbook(
+                REPO / "playbooks" / "train.yml", inventory, cluster.dir / f"train-{attempt}-{size}n.log", env, extra
+            )
+            record = json.loads((cluster.dir / "runs" / extra["train_run_id"] / "run.json").read_text())
+            metrics = json.loads((cluster.dir / "runs" / extra["train_run_id"] / "metrics.json").read_text())
+            job = float(record["job"]["seconds"])
+            row = {
+                "nodes": size,
+                "first_on_cluster": attempt == 1,
+                "run_id": extra["train_run_id"],
+                "world_size": metrics["world_size"],
+                "per_device_batch": extra["train_batch_size"],
+                "global_batch": metrics["train"]["global_batch_size"],
+                "steps": metrics["train"]["steps"],
+                "samples_per_second": metrics["train"]["samples_per_second"],
+                "epoch_seconds": metrics["train"]["epoch_seconds"],
+                "playbook_seconds": played["seconds"],
+                "job_seconds": job,
+                "script_wall_seconds": metrics.get("wall_seconds"),
+                "smoke_seconds": (record.get("smoke") or {}).get("seconds"),
+                "launch_overhead_seconds": round(played["seconds"] - job, 2),
+                "changed": played["changed"],
+                "slowest_tasks": played["slowest_tasks"],
+            }
+            log(
+                f"  train.yml on {size} node(s): {played['seconds']:.1f}s, job {job:.1f}s, overhead "
+                f"{row['launch_overhead_seconds']:.1f}s, {row['samples_per_second']} samples/s"
+            )
+            results.append(row)
+
+    def one_run(self, index: int, result: Dict[str, Any]) -> None:
+        nodes = self.args.nodes
+        for part in measurement_order(index, self.args.skip_baseline):
+            cluster = self.harness.cluster(f"r{index}{part[0]}", nodes)
+            try:
+                log(f"run {index}: {part} on {nodes} fresh node(s)")
+                if part == "baseline":
+                    assert self.torch_wheel is not None
+                    result["baseline"] = baseline(cluster, self.torch_wheel, self.profile)
+                    log(f"  baseline: {result['baseline']['seconds']:.1f}s")
+                else:
+                    self.provision(cluster, result.setdefault("provision", {}))
+                    if not self.args.skip_train:
+                        self.train(cluster, index, result.setdefault("train", []))
+            finally:
+                cluster.remove()
+
+    def one_node_bytes(self, result: Dict[str, Any]) -> None:
+        cluster = self.harness.cluster("bytes1", 1)
+        try:
+            log("provision.yml on 1 fresh node (cold wheelhouse), for the bytes on 1 node")
+            self.provision(cluster, result, twice=False)
+        finally:
+            cluster.remove()

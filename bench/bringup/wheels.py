@@ -1,0 +1,86 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The wheels the benchmark deals in: the profile's pins, the torch wheel on this machine's disk, and the bytes
+the controller fetched for the wheelhouse (from pip's log)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import tarfile
+import urllib.parse
+from typing import Any, Dict, List
+
+import yaml
+
+from .settings import PROFILE, PROFILES
+
+PIP_ADDED = re.compile(r"Added .*? from ((?:https?|file):\S+?)(?:#\S*)?(?: \(from .*\))? to build tracker")
+PIP_DOWNLOADING = re.compile(r"Downloading (\S+) \(([\d.]+) (kB|MB|GB|bytes)\)")
+UNITS = {"bytes": 1, "kB": 1000, "MB": 1000**2, "GB": 1000**3}
+
+
+def native_profile() -> Dict[str, Any]:
+    return yaml.safe_load(PROFILES.read_text())["__torch_stack_profiles"][PROFILE]
+
+
+def find_torch_wheel(version: str) -> pathlib.Path:
+    """The torch wheel the controller's pip takes from local disk: in a find-links folder of its configuration."""
+    listed = subprocess.run(
+        [sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True, check=False
+    ).stdout
+    folders: List[str] = []
+    for line in listed.splitlines():
+        if "find-links" in line:
+            folders += line.split("=", 1)[1].strip().strip("'\"").split()
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    for folder in folders:
+        found = sorted(glob.glob(os.path.join(folder, f"torch-{version}*-{tag}-{tag}-*.whl")))
+        if found:
+            return pathlib.Path(found[0])
+    raise SystemExit(
+        f"no torch {version} wheel in pip's find-links folders ({', '.join(folders) or 'none configured'}): "
+        "give one with --torch-wheel"
+    )
+
+
+def wheelhouse_bytes(cache: pathlib.Path, pip_log: pathlib.Path) -> Dict[str, Any]:
+    """What the controller fetched for the wheelhouse: each wheel's size (from the tar) by where pip took it from."""
+    tars = sorted(cache.glob("*/wheels.tar"))
+    if len(tars) != 1 or not pip_log.exists():
+        raise RuntimeError(f"expected one wheelhouse under {cache} and pip's log {pip_log}")
+    with tarfile.open(tars[0]) as tar:
+        sizes = {pathlib.PurePosixPath(m.name).name: m.size for m in tar.getmembers() if m.isfile()}
+    return {**classify_wheels(sizes, pip_log.read_text()), "tar_bytes": tars[0].stat().st_size}
+
+
+def classify_wheels(sizes: Dict[str, int], pip_log: str) -> Dict[str, Any]:
+    """Wheel sizes by source, from pip's `Added <requirement> from <url> ... to build tracker` lines (https: the
+    package index; file: a folder on this machine)."""
+    sources = {urllib.parse.unquote(url.rsplit("/", 1)[-1]): url for url in PIP_ADDED.findall(pip_log)}
+    by_source = {"index": 0, "local_disk": 0, "unknown": 0}
+    files = []
+    for wheel, size in sorted(sizes.items()):
+        url = sources.get(wheel, "")
+        kind = "index" if url.startswith("https://") else "local_disk" if url.startswith("file:") else "unknown"
+        by_source[kind] += size
+        files.append({"wheel": wheel, "bytes": size, "source": kind})
+    return {
+        "wheels": len(sizes),
+        "wheelhouse_bytes": sum(sizes.values()),
+        "from_index_bytes": by_source["index"],
+        "from_local_disk_bytes": by_source["local_disk"],
+        "unknown_source_bytes": by_source["unknown"],
+        "index_pages_fetched": len(re.findall(r"Fetched page https://", pip_log)),
+        "files": files,
+    }
+
+
+def downloaded_bytes(pip_log: str) -> int:
+    """What pip downloaded, from its rounded `Downloading <file> (<size> <unit>)` lines (an approximation)."""
+    return int(sum(float(number) * UNITS[unit] for _wheel, number, unit in PIP_DOWNLOADING.findall(pip_log)))
