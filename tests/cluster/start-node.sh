@@ -44,13 +44,19 @@ docker exec -e KEY="$(cat "$pubkey_file")" -e NODE_USER="$user" "$name" sh -c '
   done
   chown -R "$NODE_USER:" "$(getent passwd "$NODE_USER" | cut -d: -f6)/.ssh"'
 
-# The host keys are made just before sshd starts: wait for sshd to listen.
-for _ in $(seq 1 50); do
+# The host keys are made just before sshd starts: wait for sshd to listen (a minute at most: a busy machine).
+listening=false
+for _ in $(seq 1 300); do
   if docker exec "$name" sh -c "test -s /etc/ssh/ssh_host_ed25519_key.pub && ss -ltn | grep -q ':$port '"; then
+    listening=true
     break
   fi
   sleep 0.2
 done
+if [ "$listening" != true ]; then
+  echo "start-node: sshd in $name is not listening on port $port after a minute (docker logs $name)" >&2
+  exit 1
+fi
 host_key=$(docker exec "$name" cat /etc/ssh/ssh_host_ed25519_key.pub | cut -d' ' -f1,2)
 address=$(docker inspect -f "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}" "$name")
 printf '{"name": "%s", "address": "%s", "port": %s, "user": "%s", "host_key": "%s", "started": %s}\n' \

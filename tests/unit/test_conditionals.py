@@ -20,8 +20,8 @@ PATTERNS = [
     "playbooks/*.yml",
     "roles/*/tasks/*.yml",
     "roles/*/handlers/*.yml",
-    "molecule/*/*.yml",
-    "molecule/*/tasks/*.yml",
+    "extensions/molecule/*/*.yml",
+    "extensions/molecule/*/tasks/*.yml",
     "tests/integration/**/*.yml",
 ]
 CONDITIONALS = {"that", "when", "failed_when", "changed_when", "until"}
