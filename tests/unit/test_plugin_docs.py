@@ -4,8 +4,9 @@
 """Every plugin the collection ships renders in ansible-doc, with a description, examples and return values.
 
 The plugins are found from the code, not from a list kept here: every file under plugins/<type>/, and for
-filters and tests every name their FilterModule/TestModule returns (several filters may live in one file and
-be documented in sidecar files plugins/filter/<name>.yml). A plugin added without docs fails this test.
+filters and tests every name their FilterModule/TestModule returns (one filter per file, documented in the file
+or in the sidecar plugins/filter/<name>.yml beside it, as tests/unit/plugins/filter/test_filter_files.py checks).
+A plugin added without docs fails this test.
 ansible-doc runs once per plugin type, against this checkout (a temporary collections folder links to it).
 """
 

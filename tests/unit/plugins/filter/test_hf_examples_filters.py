@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from filter_files import filters_named
 
-from ansible_collections.amx.cluster.plugins.filter.hf_examples import FilterModule
-
-FILTERS = FilterModule().filters()
+# Every hf_examples_* filter, each from its own file plugins/filter/<name>.py.
+FILTERS = filters_named("hf_examples_")
 
 
 def test_the_input_check_passes_through():

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from filter_files import filters_named
 
-from ansible_collections.amx.cluster.plugins.filter.stack_profile import FilterModule
-
-FILTERS = FilterModule().filters()
+# Every stack_* filter, each from its own file plugins/filter/<name>.py.
+FILTERS = filters_named("stack_")
 
 
 def test_every_filter_is_exported():

@@ -4,7 +4,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.filter.admin_cidr import admin_cidr_check
+from ansible_collections.amx.cluster.plugins.filter.admin_cidr_check import admin_cidr_check
 from ansible_collections.amx.cluster.plugins.module_utils.admin_cidr import check_admin_cidr
 
 ACCEPTED = [

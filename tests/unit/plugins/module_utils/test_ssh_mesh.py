@@ -4,11 +4,9 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.filter.mesh import (
-    mesh_input_problems_filter,
-    mesh_key_comment,
-    mesh_known_host_conflicts,
-)
+from ansible_collections.amx.cluster.plugins.filter.mesh_input_problems import mesh_input_problems_filter
+from ansible_collections.amx.cluster.plugins.filter.mesh_key_comment import mesh_key_comment
+from ansible_collections.amx.cluster.plugins.filter.mesh_known_host_conflicts import mesh_known_host_conflicts
 from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import (
     address_problem,
     key_name_problem,

@@ -4,7 +4,7 @@
 import pytest
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.filter.mesh import worker_aliases
+from ansible_collections.amx.cluster.plugins.filter.worker_aliases import worker_aliases
 
 
 def test_aliases_follow_inventory_order():

@@ -1,0 +1,19 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filter amx.cluster.train_stack_problems: a thin wrapper over module_utils.train_gates.stack_problems.
+
+Its documentation is the sidecar train_stack_problems.yml beside this file.
+"""
+
+from __future__ import annotations
+
+from ansible_collections.amx.cluster.plugins.module_utils.train_gates import stack_problems
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import filter_function
+
+
+class FilterModule:
+    """The train role's gate on the nodes' training stacks."""
+
+    def filters(self):
+        return {"train_stack_problems": filter_function("train_stack_problems", stack_problems)}
