@@ -23,7 +23,7 @@ TARGET_PROVISION_RATIO = 0.5  # provision.yml at most half the baseline's time
 TARGET_RERUN_SHARE = 0.10  # a second run under 10% of the first, with 0 changed
 TARGET_LAUNCH_OVERHEAD = 15.0  # seconds
 
-# The group_vars a container cluster needs (molecule/fleet/molecule.yml).
+# The group_vars a container cluster needs (extensions/molecule/fleet/molecule.yml).
 CLUSTER_VARS: Dict[str, Any] = {
     "amx_check_required": False,
     "torch_stack_profile": PROFILE,
