@@ -12,7 +12,7 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 MOLECULE_SCENARIOS := harness amx_check tcmalloc torch_stack hf_examples fleet
 MOLECULE_SLOW := ipex
 
-.PHONY: demo setup host-packages docker lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
+.PHONY: demo setup host-packages docker node-image lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
 
 # The local demo: this machine as a one-node cluster (inventory/local.yml), provisioned, then trained on.
 # Extra options go in DEMO_ARGS, e.g. DEMO_ARGS='-e train_epochs=2'.
@@ -42,6 +42,10 @@ host-packages:
 docker:
 	@bash tests/cluster/docker-engine.sh
 
+# The test nodes' image, built once before the checks that start containers (they may run at the same time).
+node-image: docker
+	@bash tests/cluster/node-image.sh >/dev/null
+
 lint: setup
 	ansible-lint
 	yamllint --strict .
@@ -54,11 +58,11 @@ sanity: setup
 unit: setup
 	pytest -q tests/unit
 
-integration: setup host-packages
+integration: setup host-packages node-image
 	pytest -q tests/integration
 
 # Every scenario runs, past a failure, with its time in the summary (tests/run-checks.sh).
-molecule: setup host-packages docker
+molecule: setup host-packages node-image
 	@bash tests/run-checks.sh $(foreach s,$(MOLECULE_SCENARIOS),"molecule-$(s)=molecule test -s $(s)")
 
 molecule-slow: setup host-packages docker
@@ -75,15 +79,17 @@ bench-smoke: setup
 build: setup
 	ansible-galaxy collection build --force --output-path .cache/dist
 
-test: setup host-packages docker
-	@bash tests/run-checks.sh \
+# Two checks at once, the two long ones first: much of their time is spent waiting on containers, SSH and pip, so
+# together they take far less than one after the other on 2 cores.
+test: setup host-packages node-image
+	@bash tests/run-checks.sh -j 2 \
+	  "molecule=$(MAKE) -s molecule" \
+	  "integration=$(MAKE) -s integration" \
 	  "lint=$(MAKE) -s lint" \
 	  "sanity=$(MAKE) -s sanity" \
 	  "unit=$(MAKE) -s unit" \
-	  "integration=$(MAKE) -s integration" \
 	  "build=bash tests/build-install.sh" \
-	  "bench=$(MAKE) -s bench-smoke" \
-	  "molecule=$(MAKE) -s molecule"
+	  "bench=$(MAKE) -s bench-smoke"
 
 clean:
 	rm -rf .cache/dist tests/output

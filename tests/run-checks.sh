@@ -5,31 +5,60 @@
 # Runs every check of the project, goes on past a failure so one run shows everything, and ends with a
 # summary: the last lines of each failed check (so the end of a CI log shows the cause), one line per check
 # with its time, then "checks: N passed, N failed".
-# Usage: run-checks.sh NAME=COMMAND...   (each COMMAND is run with bash -c from the repository root)
+# Usage: run-checks.sh [-j N] NAME=COMMAND...   (each COMMAND is run with bash -c from the repository root)
+# With -j N, up to N checks run at once, started in the order given (put the long ones first); their output is
+# interleaved, each line prefixed with its check's name.
 set -uo pipefail
-passed=0 failed=0
-summary=()
+parallel=1
+if [ "${1:-}" = -j ]; then
+  parallel=$2
+  shift 2
+fi
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+run_started=$(date +%s)
+
+run_check() {
+  local name=$1 cmd=$2 start status
+  start=$(date +%s)
+  if [ "$parallel" -gt 1 ]; then
+    bash -c "$cmd" 2>&1 | tee "$logs/$name.log" | sed -u "s/^/[$name] /"
+  else
+    bash -c "$cmd" 2>&1 | tee "$logs/$name.log"
+  fi
+  status=${PIPESTATUS[0]}
+  if [ "$status" -eq 0 ]; then echo ok >"$logs/$name.result"; else echo FAILED >"$logs/$name.result"; fi
+  echo $(( $(date +%s) - start )) >"$logs/$name.seconds"
+}
+
+running=0
 for spec in "$@"; do
   name=${spec%%=*} cmd=${spec#*=}
-  printf '\n=== %s: %s\n' "$name" "$cmd"
-  start=$(date +%s)
-  if bash -c "$cmd" 2>&1 | tee "$logs/$name.log"; then
-    result=ok; passed=$((passed + 1))
-  else
-    result=FAILED; failed=$((failed + 1))
+  if [ "$running" -ge "$parallel" ]; then
+    wait -n
+    running=$((running - 1))
   fi
-  summary+=("$(printf '%-12s %-7s %5ss' "$name" "$result" "$(( $(date +%s) - start ))")")
+  printf '\n=== %s: %s\n' "$name" "$cmd"
+  run_check "$name" "$cmd" &
+  running=$((running + 1))
 done
+wait
+
+passed=0 failed=0
 for spec in "$@"; do
   name=${spec%%=*}
-  if printf '%s\n' "${summary[@]}" | grep -q "^$name  *FAILED"; then
+  if [ "$(cat "$logs/$name.result")" = ok ]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
     printf '\n=== %s failed; its last lines:\n' "$name"
     tail -n 60 "$logs/$name.log"
   fi
 done
-printf '\n=== summary\n'
-printf '%s\n' "${summary[@]}"
-echo "checks: $passed passed, $failed failed"
+printf '\n=== summary (%s at once)\n' "$parallel"
+for spec in "$@"; do
+  name=${spec%%=*}
+  printf '%-12s %-7s %5ss\n' "$name" "$(cat "$logs/$name.result")" "$(cat "$logs/$name.seconds")"
+done
+echo "checks: $passed passed, $failed failed, $(( $(date +%s) - run_started ))s in all"
 [ "$failed" -eq 0 ]

@@ -13,6 +13,7 @@ quote or a space is only a path.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -109,6 +110,24 @@ def fetch(
     if check_mode:
         return {"changed": True, "cached": False, "path": dest, "wheels": []}
 
+    # Two controller runs may want the same download at once (two plays, or a test suite beside another): the
+    # second waits for the first and then finds the folder complete.
+    os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
+    with open(dest + ".lock", "a", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if os.path.isdir(dest):
+            return {"changed": False, "cached": True, "path": dest, "wheels": []}
+        return _download(dest, work, argv, checked, node, pack)
+
+
+def _download(
+    dest: str,
+    work: str,
+    argv: List[str],
+    checked: Mapping[str, str],
+    node: Optional[Mapping[str, Any]],
+    pack: bool,
+) -> Dict[str, Any]:
     if os.path.isdir(work) and not os.path.islink(work):
         shutil.rmtree(work)
     elif os.path.lexists(work):

@@ -692,7 +692,7 @@ def main(argv: Sequence[str]) -> int:
 
 def end(code: int) -> None:
     """End the process once its output is flushed, skipping every destructor: the teardown of torch's
-    distributed objects can hang (seen in the molecule cluster scenario, now `fleet`: rank 0 stuck after its last line, in the
+    distributed objects can hang (seen in the cluster scenario: rank 0 stuck after its last line, in the
     release of main's locals once the other rank had gone), and a rank that never ends holds the whole job.
     Called while main's objects are still alive, so that none of them is released first."""
     sys.stdout.flush()

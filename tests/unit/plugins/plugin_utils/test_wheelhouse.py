@@ -143,3 +143,19 @@ def test_the_command_runs_pip_through_the_runner_only_with_markers():
         sys.executable, wh.RUNNER, "/c/k.partial/markers.json", "--isolated", "download", "x"
     ]  # fmt: skip
     assert os.path.isfile(wh.RUNNER)
+
+
+def test_two_runs_that_want_the_same_download_at_once_make_it_once(tmp_path, links):
+    """Two controller runs at the same moment (threads here, processes in use: the lock is a file lock): one
+    downloads, the other waits for it and finds the folder complete; neither sees the other's partial folder."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    dest = tmp_path / "cache" / "key"
+    files = {"requirements.txt": "alpha==1.0\n"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        runs = list(pool.map(lambda _: wh.fetch(str(dest), PIP, args(links, dest), files=files), range(2)))
+    assert sorted(run["cached"] for run in runs) == [False, True]
+    assert [run["wheels"] for run in runs if not run["cached"]] == [
+        ["alpha-1.0-py3-none-any.whl", "gamma-1.0-py3-none-any.whl"]
+    ]
+    assert not os.path.exists(wh.partial_dir(str(dest)))
