@@ -214,6 +214,12 @@ def build_stamp(
     return stamp
 
 
+def same_record(earlier: Mapping[str, Any], stamp: Mapping[str, Any]) -> bool:
+    """Whether two stamps record the same thing (their times and digests aside)."""
+    keys = [key for key in STAMP_KEYS if key != "time"]
+    return all(earlier.get(key) == stamp.get(key) for key in keys)
+
+
 def stamp_text(stamp: Mapping[str, Any]) -> str:
     return json.dumps(stamp, sort_keys=True, indent=1) + "\n"
 

@@ -23,7 +23,9 @@ description:
     matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)),
     younger than O(max_age), and its fingerprint equals the live one. Anything else is the full path.
   - With O(write=true), takes the fingerprint of O(probe) and writes the stamp of O(role) (JSON, root-owned,
-    0600, replaced atomically) under O(stamp_dir).
+    0600, replaced atomically) under O(stamp_dir). It reports C(changed) when the record (inputs, probe,
+    fingerprint, boot id, facts) differs from the stamp already there; a stamp renewed with only a new time is
+    not a change.
 author:
   - amx.cluster developers (@amx-cluster)
 options:
@@ -99,7 +101,8 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reading changes nothing; in check mode a write reports changed and writes nothing.
+    description: Reading changes nothing; in check mode a write reports whether it would change the stamp and
+      writes nothing.
   diff_mode:
     support: none
     description: The stamp is bookkeeping of the collection; there is no diff to show.
@@ -198,6 +201,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     parse_boot_id,
     parse_package_versions,
     parse_stamp,
+    same_record,
     stamp_text,
     venv_distributions,
 )
@@ -329,6 +333,71 @@ def disk_free(path):
     return info.f_bavail * info.f_frsize
 
 
+class NodeStateError(Exception):
+    """What stops the module, said so that a person can act on it."""
+
+
+def run(module, params, check_mode):
+    """The module's result for its parameters: read and decide, or write (not in check mode) the stamp.
+
+    `module` answers get_bin_path and run_command for the package query (only a probe with packages needs it).
+    """
+    role = params["role"]
+    if not ROLE_NAME.match(role):
+        raise NodeStateError(f"role '{role}' is not a role name (lower case letters, digits and _)")
+    path = os.path.join(params["stamp_dir"], role + ".json")
+    try:
+        with open(BOOT_ID) as handle:
+            boot_id = parse_boot_id(handle.read())
+    except (OSError, StampError) as exc:
+        raise NodeStateError(f"cannot read the boot id of this node ({exc}); it needs Linux with /proc") from None
+    result = dict(
+        changed=False,
+        skip=False,
+        boot_id=boot_id,
+        facts={},
+        stamp_path=path,
+        disk_free_bytes=disk_free(params["disk_path"]),
+    )
+
+    if params["write"]:
+        try:
+            probe = check_probe({key: value for key, value in (params["probe"] or {}).items() if value is not None})
+        except StampError as exc:
+            raise NodeStateError(f"the probe of role {role} is wrong: {exc}") from None
+        live = fingerprint(module, probe)
+        stamp = build_stamp(
+            role, params["inputs_hash"], probe, live, boot_id, time.time(), params["facts"], params["node_facts"]
+        )
+        earlier, _why = read_stamp(path, role)
+        renewed = earlier is not None and same_record(earlier, stamp)
+        if not check_mode:
+            try:
+                write_stamp(params["stamp_dir"], path, stamp_text(stamp))
+            except OSError as exc:
+                raise NodeStateError(f"cannot write the stamp {path} ({exc}): run the task with become: true") from None
+        result.update(
+            changed=not renewed,
+            reason="stamp renewed (the same record, a new time)" if renewed else "stamp written",
+            fingerprint=live,
+        )
+        return result
+
+    stamp, why = read_stamp(path, role)
+    live = fingerprint(module, stamp["probe"]) if stamp is not None else None
+    if stamp is None and not params["force"] and params["max_age"] > 0:
+        skip, reason = False, why
+    else:
+        skip, reason = decide(
+            stamp, params["inputs_hash"], live, boot_id, time.time(), params["max_age"], params["force"]
+        )
+    result.update(skip=skip, reason=reason, fingerprint=live or {})
+    if skip:
+        result["facts"] = stamp["facts"]
+        result["ansible_facts"] = stamp["node_facts"]
+    return result
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -355,56 +424,10 @@ def main():
         ),
         supports_check_mode=True,
     )
-    params = module.params
-    role = params["role"]
-    if not ROLE_NAME.match(role):
-        module.fail_json(msg=f"node_state: role '{role}' is not a role name (lower case letters, digits and _)")
-    path = os.path.join(params["stamp_dir"], role + ".json")
     try:
-        with open(BOOT_ID) as handle:
-            boot_id = parse_boot_id(handle.read())
-    except (OSError, StampError) as exc:
-        module.fail_json(msg=f"node_state: cannot read the boot id of this node ({exc}); it needs Linux with /proc")
-    result = dict(
-        changed=False,
-        skip=False,
-        boot_id=boot_id,
-        facts={},
-        stamp_path=path,
-        disk_free_bytes=disk_free(params["disk_path"]),
-    )
-
-    if params["write"]:
-        try:
-            probe = check_probe({key: value for key, value in (params["probe"] or {}).items() if value is not None})
-        except StampError as exc:
-            module.fail_json(msg=f"node_state: the probe of role {role} is wrong: {exc}")
-        live = fingerprint(module, probe)
-        stamp = build_stamp(
-            role, params["inputs_hash"], probe, live, boot_id, time.time(), params["facts"], params["node_facts"]
-        )
-        if not module.check_mode:
-            try:
-                write_stamp(params["stamp_dir"], path, stamp_text(stamp))
-            except OSError as exc:
-                module.fail_json(
-                    msg=f"node_state: cannot write the stamp {path} ({exc}): run the task with become: true"
-                )
-        result.update(changed=True, reason="stamp written", fingerprint=live)
-        module.exit_json(**result)
-
-    stamp, why = read_stamp(path, role)
-    live = fingerprint(module, stamp["probe"]) if stamp is not None else None
-    if stamp is None and not params["force"] and params["max_age"] > 0:
-        skip, reason = False, why
-    else:
-        skip, reason = decide(
-            stamp, params["inputs_hash"], live, boot_id, time.time(), params["max_age"], params["force"]
-        )
-    result.update(skip=skip, reason=reason, fingerprint=live or {})
-    if skip:
-        result["facts"] = stamp["facts"]
-        result["ansible_facts"] = stamp["node_facts"]
+        result = run(module, module.params, module.check_mode)
+    except NodeStateError as exc:
+        module.fail_json(msg=f"node_state: {exc}")
     module.exit_json(**result)
 
 
