@@ -107,7 +107,7 @@ attributes:
     support: none
     description: The stamp is bookkeeping of the collection; there is no diff to show.
 notes:
-  - Run it with become (root): the stamps are root's. A stamp that is not root's with mode 0600 is not trusted.
+  - Run it with become (root), as the stamps are root's. A stamp that is not root's with mode 0600 is not trusted.
   - The free disk space is returned for the launch's checks; it changes all the time and is never compared.
 seealso:
   - module: amx.cluster.cpu_facts
@@ -248,8 +248,10 @@ def venv_state(path):
 
 def read_allowed_cpus():
     getaffinity = getattr(os, "sched_getaffinity", None)
+    if getaffinity is None:
+        return None
     try:
-        return sorted(getaffinity(0)) if getaffinity else None
+        return sorted(getaffinity(0))
     except OSError:
         return None
 
