@@ -121,6 +121,8 @@ def node_paths(folder: pathlib.Path) -> Dict[str, Any]:
         "train_run_root": str(folder / "runs"),
         "train_results_dir": str(folder / "results"),
         "train_controller_cache": str(folder / "controller" / "train"),
+        # The node roles' stamps (amx.cluster.node_stamp), not this machine's /var/lib/amx-cluster.
+        "node_stamp_dir": str(folder / "stamps"),
     }
 
 

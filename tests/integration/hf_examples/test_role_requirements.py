@@ -83,6 +83,8 @@ def host_vars(setting, venv: pathlib.Path, mode: str) -> dict:
         # A quote and a space in the controller's path: the download passes it to pip as an argument, never to a shell.
         "hf_examples_controller_cache": str(folder / "controller's cache"),
         "hf_examples_node_wheelhouse": str(folder / "node-wheelhouse"),
+        # Each node's own stamps (amx.cluster.node_stamp), not this machine's /var/lib/amx-cluster.
+        "node_stamp_dir": str(folder / "stamps"),
         # What torch_stack publishes for recipe-2022 with its indexes pointed at the stand-ins.
         "torch_stack_indexes": {
             "index_url": setting["indexes"]["pypi"],

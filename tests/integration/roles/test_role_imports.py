@@ -65,6 +65,8 @@ def folders(base: str) -> Dict[str, Any]:
         "mpi_hostfile_path": f"{base}/hosts",
         "torch_stack_controller_cache": f"{base}/controller/wheelhouse",
         "hf_examples_controller_cache": f"{base}/controller/hf_examples",
+        # The node roles' stamps (amx.cluster.node_stamp), not this machine's /var/lib/amx-cluster.
+        "node_stamp_dir": f"{base}/stamps",
     }
 
 
@@ -91,6 +93,10 @@ ENTRIES = (
     # A one-node cluster: the mesh checks its input, the user and the host keys, and has no worker to wire.
     Entry("ssh_mesh"),
     Entry("train", stop="the training needs the facts of amx.cluster.amx_check"),
+    # Internal to the node roles: alone, each entry point says so.
+    Entry("node_stamp", stop="amx.cluster.node_stamp is internal to the node roles"),
+    Entry("node_stamp", "check", vars={"node_stamp_role": "tcmalloc"}, stop="is internal to the node roles"),
+    Entry("node_stamp", "write", vars={"node_stamp_role": "tcmalloc"}, stop="is internal to the node roles"),
     Entry(
         "ec2_cluster",
         vars={"ec2_cluster_name": "not a name", "ec2_cluster_admin_cidr": "203.0.113.7/32"},

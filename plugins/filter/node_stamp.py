@@ -1,0 +1,92 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Filters amx.cluster.node_stamp_inputs and node_stamp_option_names (docs: node_stamp_inputs.yml,
+node_stamp_option_names.yml): the controller's side of the node state stamp, over module_utils.node_state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any, Dict, List, Mapping
+
+import yaml
+
+from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
+    StampError,
+    inputs_hash,
+    version_from_galaxy,
+)
+from ansible_collections.amx.cluster.plugins.plugin_utils.filters import INPUT_ERRORS, filter_function
+
+# Files of a role that do not change what it does.
+LEFT_OUT = ("README.md",)
+
+
+def collection_version(role_path: str) -> str:
+    """The version of the collection a role belongs to: MANIFEST.json once installed, galaxy.yml in a checkout."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(role_path)))
+    manifest = os.path.join(root, "MANIFEST.json")
+    if os.path.isfile(manifest):
+        with open(manifest, encoding="utf-8") as handle:
+            version = str((json.load(handle).get("collection_info") or {}).get("version") or "")
+        if version:
+            return version
+    galaxy = os.path.join(root, "galaxy.yml")
+    if os.path.isfile(galaxy):
+        with open(galaxy, encoding="utf-8") as handle:
+            return version_from_galaxy(handle.read())
+    raise StampError(f"no MANIFEST.json or galaxy.yml two folders above the role {role_path}")
+
+
+def role_file_hashes(role_path: str) -> Dict[str, str]:
+    """{role/relative path: sha256} of every file of a role (its README and compiled Python left out)."""
+    if not os.path.isdir(role_path):
+        raise StampError(f"{role_path} is not a role folder")
+    name = os.path.basename(os.path.abspath(role_path))
+    hashes: Dict[str, str] = {}
+    for folder, subfolders, files in os.walk(role_path):
+        subfolders[:] = sorted(sub for sub in subfolders if sub != "__pycache__")
+        for file_name in sorted(files):
+            relative = os.path.relpath(os.path.join(folder, file_name), role_path)
+            if relative in LEFT_OUT or file_name.endswith(".pyc"):
+                continue
+            with open(os.path.join(folder, file_name), "rb") as handle:
+                hashes[f"{name}/{relative}"] = hashlib.sha256(handle.read()).hexdigest()
+    return hashes
+
+
+def node_stamp_inputs(variables: Mapping[str, Any], role_paths: List[str]) -> str:
+    """The inputs hash of a node role: the collection version, the files of `role_paths`, the `variables`."""
+    if isinstance(role_paths, str):
+        role_paths = [role_paths]
+    if not isinstance(role_paths, list) or not role_paths:
+        raise StampError("give the role folders to hash as a list (the role's own first)")
+    files: Dict[str, str] = {}
+    for path in role_paths:
+        files.update(role_file_hashes(path))
+    return inputs_hash(collection_version(role_paths[0]), files, variables)
+
+
+def node_stamp_option_names(role_path: str, entry_point: str = "main") -> List[str]:
+    """The option names of a role's entry point, from its meta/argument_specs.yml, sorted."""
+    spec_file = os.path.join(role_path, "meta", "argument_specs.yml")
+    if not os.path.isfile(spec_file):
+        raise StampError(f"{role_path} has no meta/argument_specs.yml")
+    with open(spec_file, encoding="utf-8") as handle:
+        specs = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
+    if entry_point not in specs:
+        raise StampError(f"{spec_file} has no entry point '{entry_point}'")
+    return sorted((specs[entry_point] or {}).get("options") or {})
+
+
+class FilterModule:
+    """The inputs of a node role's stamp."""
+
+    def filters(self):
+        errors = (*INPUT_ERRORS, OSError, yaml.YAMLError)
+        return {
+            "node_stamp_inputs": filter_function("node_stamp_inputs", node_stamp_inputs, errors),
+            "node_stamp_option_names": filter_function("node_stamp_option_names", node_stamp_option_names, errors),
+        }

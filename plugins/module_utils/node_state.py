@@ -1,0 +1,306 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node state stamp: a live fingerprint of what a node role produced, and whether its stamp still holds.
+
+A node role writes a stamp (JSON) after its checks passed: the hash of its inputs, what it probed on the node
+(`probe`: the distro packages, the virtualenv, the files, the AMX probe), the live fingerprint of that probe, the
+boot id, the time and the facts it published. On the next run the module reads the stamp, takes the same probe
+again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, younger
+than the maximum age, for the same inputs and with the same fingerprint.
+
+Standard library only, Python 3.8+ (this runs on the nodes); the reading of the node lives in the module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+
+STAMP_FORMAT = 1
+# The keys of a probe, and what each one names on the node.
+PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx")
+# The parts of the cpu_facts result that say whether AMX is usable and how much of the CPU a process may use.
+AMX_KEYS = (
+    "model_name",
+    "architecture",
+    "flags",
+    "kernel_release",
+    "logical_cpus",
+    "allowed_cpus",
+    "amx_usable",
+    "amx_reason",
+)
+STAMP_KEYS = ("format", "role", "inputs_hash", "probe", "fingerprint", "boot_id", "time", "facts", "node_facts")
+
+
+class StampError(ValueError):
+    """A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents."""
+
+
+def canonical_json(value: Any) -> str:
+    """One text per value: sorted keys, no spaces, anything JSON does not know as its str()."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Controller side: the hash of a role's inputs
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def inputs_hash(collection_version: str, role_files: Mapping[str, str], variables: Mapping[str, Any]) -> str:
+    """The hash of what a role's result depends on besides the node.
+
+    `role_files` maps each file of the role (relative path) to the sha256 of its bytes; `variables` the role's
+    options, resolved. A change of any of them, or of the collection version, gives another hash.
+    """
+    if not isinstance(collection_version, str) or not collection_version:
+        raise StampError("the collection version is empty: the collection's galaxy.yml or MANIFEST.json has none")
+    if not isinstance(variables, Mapping):
+        raise StampError(f"the role's variables must be a dict of name -> value, not {type(variables).__name__}")
+    return sha256_text(
+        canonical_json({"collection": collection_version, "files": dict(role_files), "variables": dict(variables)})
+    )
+
+
+def version_from_galaxy(text: str) -> str:
+    """The `version:` of a galaxy.yml (a top-level key), without a YAML parser; empty when there is none."""
+    for line in text.splitlines():
+        match = re.match(r"""^version:\s*["']?([^"'#\s]+)["']?\s*(#.*)?$""", line)
+        if match:
+            return match.group(1)
+    return ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Node side: parsing what the node says
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def parse_boot_id(text: str) -> str:
+    """The boot id of /proc/sys/kernel/random/boot_id (a UUID, new at every boot)."""
+    value = text.strip()
+    if not re.match(r"^[0-9a-fA-F-]{16,64}$", value):
+        raise StampError("/proc/sys/kernel/random/boot_id does not hold a boot id")
+    return value.lower()
+
+
+def package_query_argv(manager: str, binary: str, names: List[str]) -> List[str]:
+    """The one command that lists the versions of `names` (dpkg-query or rpm)."""
+    if manager == "dpkg":
+        return [binary, "-W", "-f=${Package}\t${db:Status-Abbrev}\t${Version}\n", "--", *names]
+    if manager == "rpm":
+        return [binary, "-q", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n", "--", *names]
+    raise StampError(f"unknown package manager '{manager}' (dpkg or rpm)")
+
+
+def parse_package_versions(manager: str, names: List[str], stdout: str) -> Dict[str, Optional[str]]:
+    """{name: version, or None when not installed} for every name asked, from the query's output.
+
+    dpkg-query: a line per known package (`ii ` is installed; `rc `, `un ` are not), nothing for an unknown one.
+    rpm: a line per installed package (several for several architectures, joined), "package X is not installed"
+    otherwise.
+    """
+    found: Dict[str, List[str]] = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if manager == "dpkg" and len(parts) == 3:
+            name, status, version = parts
+            if status.startswith("ii"):
+                found.setdefault(name, []).append(version)
+        elif manager == "rpm" and len(parts) == 2:
+            found.setdefault(parts[0], []).append(parts[1])
+    return {name: (",".join(sorted(found[name])) if name in found else None) for name in names}
+
+
+def canonical_distribution(name: str) -> str:
+    """A distribution name as pip compares it (PEP 503: lower case, runs of -_. as one -)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def venv_distributions(folder_names: Iterable[str]) -> Dict[str, str]:
+    """{distribution: version} from the `NAME-VERSION.dist-info` folder names of a site-packages folder.
+
+    What pip installs leaves one such folder per distribution: an install, an upgrade or a removal changes the
+    names. Folders of another form are left out.
+    """
+    found: Dict[str, str] = {}
+    for folder in folder_names:
+        if not folder.endswith(".dist-info"):
+            continue
+        stem = folder[: -len(".dist-info")]
+        name, sep, version = stem.rpartition("-")
+        if not sep or not name or not version:
+            continue
+        key = canonical_distribution(name)
+        found[key] = version if key not in found else ",".join(sorted({found[key], version}))
+    return found
+
+
+def amx_fingerprint(cpu_facts: Mapping[str, Any]) -> Dict[str, Any]:
+    """The part of cpu_facts' result (module_utils.cpu_info.gather_cpu_facts) that a stamp compares."""
+    return {key: cpu_facts.get(key) for key in AMX_KEYS}
+
+
+def check_probe(probe: Any) -> Dict[str, Any]:
+    """The probe with every key (empty where not given), or StampError naming the key that is wrong."""
+    if not isinstance(probe, Mapping):
+        raise StampError(f"the probe must be a dict, not {type(probe).__name__}")
+    unknown = sorted(set(probe) - set(PROBE_KEYS))
+    if unknown:
+        raise StampError(f"unknown probe keys {', '.join(unknown)} (known: {', '.join(PROBE_KEYS)})")
+    checked: Dict[str, Any] = {}
+    for key in ("packages", "files"):
+        value = probe.get(key) or []
+        if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
+            raise StampError(f"probe.{key} must be a list of names, not {value!r}")
+        checked[key] = sorted(set(value))
+    for key in ("venv", "manifest"):
+        value = probe.get(key) or ""
+        if not isinstance(value, str):
+            raise StampError(f"probe.{key} must be a path, not {type(value).__name__}")
+        checked[key] = value
+    for path in checked["files"] + [checked["venv"], checked["manifest"]]:
+        if path and not path.startswith("/"):
+            raise StampError(f"probe path '{path}' is not absolute")
+    amx = probe.get("amx", False)
+    if not isinstance(amx, bool):
+        raise StampError(f"probe.amx must be true or false, not {amx!r}")
+    checked["amx"] = amx
+    return checked
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The stamp and the decision
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def stamp_digest(stamp: Mapping[str, Any]) -> str:
+    """The sha256 of a stamp's contents without its digest: a stamp edited by hand no longer matches."""
+    return sha256_text(canonical_json({key: stamp.get(key) for key in STAMP_KEYS}))
+
+
+def build_stamp(
+    role: str,
+    inputs: str,
+    probe: Mapping[str, Any],
+    fingerprint: Mapping[str, Any],
+    boot_id: str,
+    now: float,
+    facts: Optional[Mapping[str, Any]] = None,
+    node_facts: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """The stamp a role writes after its checks passed, with its digest."""
+    stamp: Dict[str, Any] = {
+        "format": STAMP_FORMAT,
+        "role": role,
+        "inputs_hash": inputs,
+        "probe": check_probe(probe),
+        "fingerprint": dict(fingerprint),
+        "boot_id": boot_id,
+        "time": int(now),
+        "facts": dict(facts or {}),
+        "node_facts": dict(node_facts or {}),
+    }
+    # The round trip through JSON makes the digest the one a reader computes from the file.
+    stamp = json.loads(canonical_json(stamp))
+    stamp["digest"] = stamp_digest(stamp)
+    return stamp
+
+
+def same_record(earlier: Mapping[str, Any], stamp: Mapping[str, Any]) -> bool:
+    """Whether two stamps record the same thing (their times and digests aside)."""
+    keys = [key for key in STAMP_KEYS if key != "time"]
+    return all(earlier.get(key) == stamp.get(key) for key in keys)
+
+
+def stamp_text(stamp: Mapping[str, Any]) -> str:
+    return json.dumps(stamp, sort_keys=True, indent=1) + "\n"
+
+
+def parse_stamp(text: str, role: str) -> Dict[str, Any]:
+    """The stamp of `role` from its file's text; StampError when it is not one that this version wrote."""
+    try:
+        stamp = json.loads(text)
+    except ValueError:
+        raise StampError("the stamp is not JSON") from None
+    if not isinstance(stamp, dict):
+        raise StampError("the stamp is not a JSON object")
+    if stamp.get("format") != STAMP_FORMAT:
+        raise StampError(f"the stamp's format is not {STAMP_FORMAT}")
+    missing = [key for key in (*STAMP_KEYS, "digest") if key not in stamp]
+    if missing:
+        raise StampError(f"the stamp lacks {', '.join(missing)}")
+    if stamp.get("digest") != stamp_digest(stamp):
+        raise StampError("the stamp was edited (its digest does not match its contents)")
+    if stamp.get("role") != role:
+        raise StampError(f"the stamp is of role '{stamp.get('role')}', not '{role}'")
+    if not isinstance(stamp.get("time"), int) or isinstance(stamp.get("time"), bool):
+        raise StampError("the stamp's time is not a number of seconds")
+    for key in ("fingerprint", "facts", "node_facts"):
+        if not isinstance(stamp[key], dict):
+            raise StampError(f"the stamp's {key} is not a dict")
+    check_probe(stamp["probe"])
+    return stamp
+
+
+def fingerprint_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
+    """What differs between two fingerprints, by name (a package, a distribution, a file), never by content."""
+    changes: List[str] = []
+    for part in sorted(set(recorded) | set(live)):
+        old, new = recorded.get(part), live.get(part)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict) and part != "amx":
+            names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+            changes.append(f"{part}: {shown}")
+        elif isinstance(old, dict) and isinstance(new, dict):
+            names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
+            changes.append(f"{part}: {', '.join(names)}")
+        else:
+            changes.append(part)
+    return changes
+
+
+def decide(
+    stamp: Optional[Mapping[str, Any]],
+    inputs: str,
+    live_fingerprint: Optional[Mapping[str, Any]],
+    boot_id: str,
+    now: float,
+    max_age: int,
+    force: bool = False,
+) -> Tuple[bool, str]:
+    """(skip, reason): skip only for an intact stamp of these inputs, from this boot, young, with this fingerprint.
+
+    `stamp` is what parse_stamp returned (None: no usable stamp). The reason says why the role runs in full, or
+    how old the stamp it trusts is.
+    """
+    if force:
+        return False, "a full run was asked for (node_stamp_force)"
+    if max_age <= 0:
+        return False, "the stamp is turned off (its maximum age is 0)"
+    if stamp is None:
+        return False, "no stamp of an earlier run"
+    if stamp["inputs_hash"] != inputs:
+        return False, "the role's inputs changed (collection version, role files or variables)"
+    if stamp["boot_id"] != boot_id:
+        return False, "the node rebooted since the stamp was written"
+    age = now - stamp["time"]
+    if age < -60:
+        return False, "the stamp's time is in the future (the clock moved back)"
+    if age > max_age:
+        return False, f"the stamp is {int(age)} s old, more than the maximum age of {max_age} s"
+    if live_fingerprint is None:
+        return False, "the node could not be fingerprinted"
+    changes = fingerprint_changes(stamp["fingerprint"], live_fingerprint)
+    if changes:
+        return False, "the node changed since the stamp: " + "; ".join(changes)
+    return True, f"the node is as the stamp of {max(int(age), 0)} s ago found it"

@@ -1,0 +1,437 @@
+#!/usr/bin/python
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: node_state
+short_description: A node's live fingerprint, and the stamp that lets a node role skip work that cannot have changed
+version_added: 0.2.0
+description:
+  - In one call, reads the stamp that a node role (M(amx.cluster.node_state) with O(write=true)) left after its
+    checks passed, takes the live fingerprint of what that stamp's probe names and says whether the role may skip
+    its steps (RV(skip)) and why (RV(reason)).
+  - "The fingerprint holds what the probe asks for: the versions of distro packages (one C(dpkg-query) or C(rpm)
+    call), the distributions of a virtualenv (the names of its C(*.dist-info) folders, and the hash of its
+    C(pyvenv.cfg)), the hash of a manifest file, the hash, mode and owner of files, and the AMX probe (the facts
+    of M(amx.cluster.cpu_facts) that say whether AMX is usable, from C(/proc/cpuinfo), the kernel release, the
+    CPU affinity and the C(arch_prctl) probe)."
+  - The role may skip only when the stamp is a regular file owned by root with mode 0600, intact (its digest
+    matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)),
+    younger than O(max_age), and its fingerprint equals the live one. Anything else is the full path.
+  - With O(write=true), takes the fingerprint of O(probe) and writes the stamp of O(role) (JSON, root-owned,
+    0600, replaced atomically) under O(stamp_dir). It reports C(changed) when the record (inputs, probe,
+    fingerprint, boot id, facts) differs from the stamp already there; a stamp renewed with only a new time is
+    not a change.
+author:
+  - amx.cluster developers (@amx-cluster)
+options:
+  role:
+    description: The role whose stamp is read or written (the file is O(stamp_dir)/O(role).json).
+    type: str
+    required: true
+  inputs_hash:
+    description:
+      - The hash of the role's inputs (collection version, role files, resolved variables), from the
+        C(amx.cluster.node_stamp_inputs) filter. A stamp of other inputs never lets the role skip.
+    type: str
+    required: true
+  stamp_dir:
+    description: The folder of the stamps on the node (created 0700 root when a stamp is written).
+    type: path
+    default: /var/lib/amx-cluster/stamps
+  max_age:
+    description: The age in seconds past which a stamp is not trusted; 0 never trusts one.
+    type: int
+    default: 86400
+  force:
+    description: Never skip (a forced full run); the stamp is still read and the fingerprint taken.
+    type: bool
+    default: false
+  write:
+    description: Write the stamp of O(role) with the fingerprint of O(probe), instead of deciding.
+    type: bool
+    default: false
+  probe:
+    description:
+      - What the fingerprint covers, kept in the stamp (a later read probes what the stamp names). Used with
+        O(write=true).
+    type: dict
+    default: {}
+    suboptions:
+      packages:
+        description: Distro packages whose installed versions are compared.
+        type: list
+        elements: str
+        default: []
+      venv:
+        description: A virtualenv whose distributions and C(pyvenv.cfg) are compared.
+        type: path
+      manifest:
+        description: A file whose sha256 is compared (the stack manifest).
+        type: path
+      files:
+        description: Files whose sha256, mode and owner are compared (a missing file is part of the fingerprint).
+        type: list
+        elements: path
+        default: []
+      amx:
+        description: Compare the AMX probe and the CPU facts behind it.
+        type: bool
+        default: false
+  facts:
+    description:
+      - The facts the role published, kept in the stamp and returned in RV(facts) when the role skips, so that a
+        later task sets them again. Used with O(write=true).
+    type: dict
+    default: {}
+  node_facts:
+    description:
+      - Host facts kept in the stamp and returned as C(ansible_facts) when the role skips (amx.cluster.amx_check
+        keeps C(amx_cpu)). Used with O(write=true).
+    type: dict
+    default: {}
+  disk_path:
+    description: The path whose free disk space is returned in RV(disk_free_bytes) (not compared).
+    type: path
+    default: /
+attributes:
+  check_mode:
+    support: full
+    description: Reading changes nothing; in check mode a write reports whether it would change the stamp and
+      writes nothing.
+  diff_mode:
+    support: none
+    description: The stamp is bookkeeping of the collection; there is no diff to show.
+notes:
+  - Run it with become (root), as the stamps are root's. A stamp that is not root's with mode 0600 is not trusted.
+  - The free disk space is returned for the launch's checks; it changes all the time and is never compared.
+seealso:
+  - module: amx.cluster.cpu_facts
+"""
+
+EXAMPLES = r"""
+- name: Decide whether tcmalloc must run again
+  amx.cluster.node_state:
+    role: tcmalloc
+    inputs_hash: "{{ tcmalloc_inputs_hash }}"
+    max_age: 86400
+  become: true
+  register: tcmalloc_state
+
+- name: Stamp the node after the checks passed
+  amx.cluster.node_state:
+    role: tcmalloc
+    inputs_hash: "{{ tcmalloc_inputs_hash }}"
+    write: true
+    probe:
+      packages: [libgoogle-perftools-dev]
+      files: ["{{ tcmalloc_library_realpath }}"]
+    facts:
+      tcmalloc_library_path: "{{ tcmalloc_library_path }}"
+  become: true
+  when: not tcmalloc_state.skip
+"""
+
+RETURN = r"""
+skip:
+  description: True when the stamp holds and the role may skip its steps; always false with O(write=true).
+  returned: always
+  type: bool
+  sample: true
+reason:
+  description: Why the role runs in full (no stamp, an edited one, a reboot, its age, the inputs, what changed) or
+    how old the stamp it trusts is.
+  returned: always
+  type: str
+  sample: "the node changed since the stamp: packages: libgoogle-perftools-dev"
+boot_id:
+  description: The node's boot id.
+  returned: always
+  type: str
+  sample: 0f6c2d2e-3c1b-4a57-9a4e-8e2f5b8f7b10
+fingerprint:
+  description: The live fingerprint of the probe (of the stamp when reading, of O(probe) when writing); empty when
+    there is no usable stamp to take the probe from.
+  returned: always
+  type: dict
+  sample: {"packages": {"libgoogle-perftools-dev": "2.10-1"}}
+facts:
+  description: The facts kept in the stamp when RV(skip) is true; empty otherwise.
+  returned: always
+  type: dict
+  sample: {"tcmalloc_library_path": "/lib/x86_64-linux-gnu/libtcmalloc.so.4"}
+stamp_path:
+  description: The stamp's file.
+  returned: always
+  type: str
+  sample: /var/lib/amx-cluster/stamps/tcmalloc.json
+disk_free_bytes:
+  description: Free bytes for an unprivileged user on the file system of O(disk_path); null when it cannot be read.
+  returned: always
+  type: int
+  sample: 41234567168
+"""
+
+# Ansible modules import after their documentation (validate-modules checks it).
+import glob
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
+    CpuInfoError,
+    gather_cpu_facts,
+    probe_amx,
+)
+from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
+    StampError,
+    amx_fingerprint,
+    build_stamp,
+    check_probe,
+    decide,
+    package_query_argv,
+    parse_boot_id,
+    parse_package_versions,
+    parse_stamp,
+    same_record,
+    stamp_text,
+    venv_distributions,
+)
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+CPUINFO = "/proc/cpuinfo"
+C_LOCALE = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
+ROLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def file_state(path):
+    """{sha256, mode, uid} of a file, None when it is missing (a symlink is followed: what a reader sees)."""
+    try:
+        with open(path, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            digest = hashlib.sha256()
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return {"error": type(exc).__name__}
+    return {"sha256": digest.hexdigest(), "mode": f"{stat.S_IMODE(info.st_mode):04o}", "uid": info.st_uid}
+
+
+def package_versions(module, names):
+    if not names:
+        return {}
+    for manager, binary_name in (("dpkg", "dpkg-query"), ("rpm", "rpm")):
+        binary = module.get_bin_path(binary_name)
+        if binary:
+            _rc, out, _err = module.run_command(package_query_argv(manager, binary, names), environ_update=C_LOCALE)
+            return parse_package_versions(manager, names, out)
+    return {name: "no package manager" for name in names}
+
+
+def venv_state(path):
+    folders = [
+        os.path.basename(found)
+        for found in glob.glob(os.path.join(path, "lib", "python*", "site-packages", "*.dist-info"))
+    ]
+    return {"distributions": venv_distributions(folders), "pyvenv_cfg": file_state(os.path.join(path, "pyvenv.cfg"))}
+
+
+def read_allowed_cpus():
+    getaffinity = getattr(os, "sched_getaffinity", None)
+    if getaffinity is None:
+        return None
+    try:
+        return sorted(getaffinity(0))
+    except OSError:
+        return None
+
+
+def amx_state():
+    """The facts of module_utils.cpu_info (as cpu_facts computes them, lscpu aside) that decide AMX."""
+    try:
+        with open(CPUINFO) as handle:
+            cpuinfo = handle.read()
+        uname = os.uname()
+        facts = gather_cpu_facts(
+            cpuinfo,
+            None,
+            machine=uname.machine,
+            kernel_release=uname.release,
+            probe=probe_amx(uname.machine),
+            allowed_cpus=read_allowed_cpus(),
+        )
+    except (OSError, CpuInfoError) as exc:
+        return {"error": type(exc).__name__}
+    return amx_fingerprint(facts)
+
+
+def fingerprint(module, probe):
+    live = {}
+    if probe["packages"]:
+        live["packages"] = package_versions(module, probe["packages"])
+    if probe["venv"]:
+        live["venv"] = venv_state(probe["venv"])
+    if probe["manifest"]:
+        live["manifest"] = file_state(probe["manifest"])
+    if probe["files"]:
+        live["files"] = {path: file_state(path) for path in probe["files"]}
+    if probe["amx"]:
+        live["amx"] = amx_state()
+    return live
+
+
+def read_stamp(path, role):
+    """(stamp or None, why not): only a regular file of root's with mode 0600 is read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None, "no stamp of an earlier run"
+    except OSError as exc:
+        return None, f"the stamp {path} cannot be opened ({type(exc).__name__}; a symlink is refused)"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
+            return None, f"the stamp {path} is not a file of root's with mode 0600: not trusted"
+        raw = handle.read(1 << 22)
+    try:
+        return parse_stamp(raw.decode("utf-8"), role), ""
+    except UnicodeDecodeError:
+        return None, f"the stamp {path} is not text: not trusted"
+    except StampError as exc:
+        return None, f"{exc}: not trusted"
+
+
+def write_stamp(directory, path, text):
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".stamp-")
+    try:
+        with os.fdopen(fd, "w") as handle:
+            os.fchmod(handle.fileno(), 0o600)
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def disk_free(path):
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
+class NodeStateError(Exception):
+    """What stops the module, said so that a person can act on it."""
+
+
+def run(module, params, check_mode):
+    """The module's result for its parameters: read and decide, or write (not in check mode) the stamp.
+
+    `module` answers get_bin_path and run_command for the package query (only a probe with packages needs it).
+    """
+    role = params["role"]
+    if not ROLE_NAME.match(role):
+        raise NodeStateError(f"role '{role}' is not a role name (lower case letters, digits and _)")
+    path = os.path.join(params["stamp_dir"], role + ".json")
+    try:
+        with open(BOOT_ID) as handle:
+            boot_id = parse_boot_id(handle.read())
+    except (OSError, StampError) as exc:
+        raise NodeStateError(f"cannot read the boot id of this node ({exc}); it needs Linux with /proc") from None
+    result = dict(
+        changed=False,
+        skip=False,
+        boot_id=boot_id,
+        facts={},
+        stamp_path=path,
+        disk_free_bytes=disk_free(params["disk_path"]),
+    )
+
+    if params["write"]:
+        try:
+            probe = check_probe({key: value for key, value in (params["probe"] or {}).items() if value is not None})
+        except StampError as exc:
+            raise NodeStateError(f"the probe of role {role} is wrong: {exc}") from None
+        live = fingerprint(module, probe)
+        stamp = build_stamp(
+            role, params["inputs_hash"], probe, live, boot_id, time.time(), params["facts"], params["node_facts"]
+        )
+        earlier, _why = read_stamp(path, role)
+        renewed = earlier is not None and same_record(earlier, stamp)
+        if not check_mode:
+            try:
+                write_stamp(params["stamp_dir"], path, stamp_text(stamp))
+            except OSError as exc:
+                raise NodeStateError(f"cannot write the stamp {path} ({exc}): run the task with become: true") from None
+        result.update(
+            changed=not renewed,
+            reason="stamp renewed (the same record, a new time)" if renewed else "stamp written",
+            fingerprint=live,
+        )
+        return result
+
+    stamp, why = read_stamp(path, role)
+    live = fingerprint(module, stamp["probe"]) if stamp is not None else None
+    if stamp is None and not params["force"] and params["max_age"] > 0:
+        skip, reason = False, why
+    else:
+        skip, reason = decide(
+            stamp, params["inputs_hash"], live, boot_id, time.time(), params["max_age"], params["force"]
+        )
+    result.update(skip=skip, reason=reason, fingerprint=live or {})
+    if skip:
+        result["facts"] = stamp["facts"]
+        result["ansible_facts"] = stamp["node_facts"]
+    return result
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            role=dict(type="str", required=True),
+            inputs_hash=dict(type="str", required=True),
+            stamp_dir=dict(type="path", default="/var/lib/amx-cluster/stamps"),
+            max_age=dict(type="int", default=86400),
+            force=dict(type="bool", default=False),
+            write=dict(type="bool", default=False),
+            probe=dict(
+                type="dict",
+                default={},
+                options=dict(
+                    packages=dict(type="list", elements="str", default=[]),
+                    venv=dict(type="path"),
+                    manifest=dict(type="path"),
+                    files=dict(type="list", elements="path", default=[]),
+                    amx=dict(type="bool", default=False),
+                ),
+            ),
+            facts=dict(type="dict", default={}),
+            node_facts=dict(type="dict", default={}),
+            disk_path=dict(type="path", default="/"),
+        ),
+        supports_check_mode=True,
+    )
+    try:
+        result = run(module, module.params, module.check_mode)
+    except NodeStateError as exc:
+        module.fail_json(msg=f"node_state: {exc}")
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

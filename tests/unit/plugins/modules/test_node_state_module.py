@@ -1,0 +1,216 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node_state module on this machine, against stamps, files and a virtualenv folder in a temporary folder (the
+boot id, the package query and the AMX probe are this machine's own): its run() in this process, and the module
+through `ansible` for what only a real call shows (the facts it sets, check mode, the package query)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from ansible_collections.amx.cluster.plugins.modules import node_state
+
+REPO = pathlib.Path(__file__).resolve().parents[4]
+PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+INPUTS = "a" * 64
+DEFAULTS = {
+    "stamp_dir": "/var/lib/amx-cluster/stamps",
+    "max_age": 86400,
+    "force": False,
+    "write": False,
+    "probe": {},
+    "facts": {},
+    "node_facts": {},
+    "disk_path": "/",
+}
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the stamps are root's: the module is tested as root")
+
+
+def ansible_binary() -> str:
+    beside = pathlib.Path(sys.executable).parent / "ansible"
+    found = str(beside) if beside.exists() else shutil.which("ansible")
+    if not found:
+        pytest.fail("the ansible command is not installed beside this Python nor on PATH: run `make setup`")
+    return found
+
+
+def run_module(args: dict, check: bool = False) -> dict:
+    env = dict(os.environ)
+    env.update(
+        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
+        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
+        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
+    )
+    command = [ansible_binary(), "localhost", "-i", "localhost,", "-c", "local"]
+    command += ["-e", f"ansible_python_interpreter={PYTHON}", "-m", "amx.cluster.node_state", "-a", json.dumps(args)]
+    if check:
+        command.append("--check")
+    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
+    try:
+        document = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail(f"ansible printed no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return document["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+@pytest.fixture
+def node(tmp_path):
+    """A hostfile, a key, a virtualenv folder with two distributions, and the module's calls on them."""
+    (tmp_path / "hosts").write_text("localhost\nnode1\n")
+    (tmp_path / "id_ed25519").write_text("key one\n")
+    os.chmod(tmp_path / "id_ed25519", 0o600)
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    for name in ("torch-2.13.0+cpu.dist-info", "transformers-5.24.0.dist-info"):
+        (site / name).mkdir(parents=True)
+    (tmp_path / "venv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    probe = {
+        "files": [str(tmp_path / "hosts"), str(tmp_path / "id_ed25519")],
+        "venv": str(tmp_path / "venv"),
+        "amx": True,
+    }
+    common = {"role": "ssh_mesh", "inputs_hash": INPUTS, "stamp_dir": str(tmp_path / "stamps")}
+
+    class Node:
+        path = tmp_path
+        stamp = tmp_path / "stamps" / "ssh_mesh.json"
+        site_packages = site
+
+        # In this process; the probe names no package, so no module object is needed for a package query.
+        @staticmethod
+        def write(check=False, **extra):
+            return node_state.run(None, {**DEFAULTS, **common, "write": True, "probe": probe, **extra}, check)
+
+        @staticmethod
+        def read(**extra):
+            return node_state.run(None, {**DEFAULTS, **common, **extra}, False)
+
+        # Through ansible.
+        @staticmethod
+        def ansible_write(check=False, **extra):
+            return run_module({**common, "write": True, "probe": probe, **extra}, check=check)
+
+        @staticmethod
+        def ansible_read(**extra):
+            return run_module({**common, **extra})
+
+    return Node
+
+
+def test_a_fresh_stamp_lets_the_role_skip_and_gives_back_its_facts(node):
+    assert node.ansible_write(check=True)["changed"] is True
+    assert not node.stamp.exists()  # check mode writes nothing
+    written = node.ansible_write(facts={"ssh_mesh_key": "/root/.ssh/id"}, node_facts={"amx_cpu": {"amx_usable": False}})
+    assert written["changed"] is True, written
+    info = node.stamp.stat()
+    assert (oct(info.st_mode & 0o777), info.st_uid) == ("0o600", 0)
+    assert oct((node.path / "stamps").stat().st_mode & 0o777) == "0o700"
+    result = node.ansible_read()
+    assert result["skip"] is True, result["reason"]
+    assert result["changed"] is False
+    assert result["facts"] == {"ssh_mesh_key": "/root/.ssh/id"}
+    assert result["ansible_facts"] == {"amx_cpu": {"amx_usable": False}}
+    assert result["boot_id"] == pathlib.Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert result["disk_free_bytes"] > 0
+    # Renewed with the same record: a new time, no change.
+    assert (
+        node.write(facts={"ssh_mesh_key": "/root/.ssh/id"}, node_facts={"amx_cpu": {"amx_usable": False}})["changed"]
+        is False
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda n: (n.path / "hosts").write_text("localhost\nnode1\nnode2\n"), "hosts"),
+        (lambda n: (n.path / "id_ed25519").write_text("key two\n"), "id_ed25519"),
+        (lambda n: os.chmod(n.path / "id_ed25519", 0o644), "id_ed25519"),
+        (lambda n: (n.path / "hosts").unlink(), "hosts"),
+        (lambda n: (n.site_packages / "scikit_learn-1.5.2.dist-info").mkdir(), "venv: distributions"),
+        (
+            lambda n: (n.site_packages / "transformers-5.24.0.dist-info").rename(
+                n.site_packages / "transformers-5.25.0.dist-info"
+            ),
+            "venv: distributions",
+        ),
+    ],
+    ids=["hostfile", "ssh-key", "key-mode", "hostfile-gone", "venv-added", "venv-upgraded"],
+)
+def test_a_change_on_the_node_takes_the_full_path(node, change, named):
+    node.write()
+    change(node)
+    result = node.read()
+    assert result["skip"] is False
+    assert "the node changed since the stamp" in result["reason"] and named in result["reason"], result["reason"]
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda n: os.chmod(n.stamp, 0o644),
+        lambda n: n.stamp.write_text("{not json"),
+        lambda n: n.stamp.write_text(n.stamp.read_text().replace('"time": ', '"time": 1')),
+        lambda n: (n.stamp.rename(n.path / "elsewhere.json"), n.stamp.symlink_to(n.path / "elsewhere.json")),
+    ],
+    ids=["group-readable", "unparseable", "edited", "symlink"],
+)
+def test_a_stamp_that_cannot_be_trusted_takes_the_full_path(node, spoil):
+    node.write()
+    spoil(node)
+    result = node.read()
+    assert result["skip"] is False
+    assert "not trusted" in result["reason"] or "symlink" in result["reason"], result["reason"]
+
+
+def test_other_inputs_a_forced_run_and_no_stamp(node):
+    assert node.read()["reason"] == "no stamp of an earlier run"
+    node.write()
+    assert node.read(inputs_hash="b" * 64)["reason"].startswith("the role's inputs changed")
+    assert node.read(force=True)["skip"] is False
+    assert node.read(max_age=0)["skip"] is False
+
+
+def test_check_mode_writes_nothing(node):
+    result = node.write(check=True)
+    assert result["changed"] is True
+    assert not node.stamp.exists()
+    node.write()
+    before = node.stamp.read_text()
+    (node.path / "hosts").write_text("changed\n")
+    assert node.write(check=True)["changed"] is True
+    assert node.stamp.read_text() == before
+
+
+@pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="no dpkg-query: not a Debian-family machine")
+def test_package_versions_are_dpkg_querys():
+    version = subprocess.run(
+        ["dpkg-query", "-W", "-f=${Version}", "libc6"], capture_output=True, text=True, check=True
+    ).stdout
+    result = run_module(
+        {
+            "role": "r",
+            "inputs_hash": INPUTS,
+            "stamp_dir": "/nonexistent",
+            "write": True,
+            "probe": {"packages": ["libc6", "amx-cluster-no-such-package"]},
+        },
+        check=True,
+    )
+    assert result["fingerprint"]["packages"] == {"libc6": version, "amx-cluster-no-such-package": None}
+
+
+def test_a_bad_role_name_or_probe_fails_before_anything_is_written(tmp_path):
+    params = {**DEFAULTS, "inputs_hash": INPUTS, "stamp_dir": str(tmp_path), "write": True}
+    with pytest.raises(node_state.NodeStateError, match="is not a role name"):
+        node_state.run(None, {**params, "role": "../etc"}, False)
+    with pytest.raises(node_state.NodeStateError, match="the probe of role r is wrong: probe path 'hosts' is not"):
+        node_state.run(None, {**params, "role": "r", "probe": {"files": ["hosts"]}}, False)
+    assert list(tmp_path.iterdir()) == []
