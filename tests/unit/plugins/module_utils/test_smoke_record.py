@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any, Callable, Dict
+from typing import Any, Callable, Dict, Optional
 
 import pytest
 
@@ -33,7 +33,7 @@ def checksums(files: Dict[str, str]) -> str:
     return "".join(f"{value}  {path}\n" for path, value in files.items())
 
 
-def node(boot: str, extra: Dict[str, str] = None) -> Dict[str, Any]:
+def node(boot: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
     files = {
         BOOT: digest(boot),
         f"{HOME}/.ssh/config": digest("c"),
@@ -271,6 +271,7 @@ def test_every_change_takes_the_full_path(change):
         (record_text(when=NOW - 1), {"max_age": 0}, "more than train_smoke_test_max_age"),
         (record_text(when=NOW + 5), {}, "dated in the future"),
         (record_text(), {"force": True}, "train_smoke_test_force"),
+        (record_text(), {"guarded": False}, "does not watch its first collective"),
         (record_text()[:-5], {}, "cannot be read"),
         ("[]", {}, "cannot be read"),
         ("null", {}, "cannot be read"),
@@ -293,6 +294,7 @@ def test_every_change_takes_the_full_path(change):
         "zero-max-age",
         "future",
         "forced",
+        "unguarded-script",
         "truncated",
         "a-list",
         "null",
