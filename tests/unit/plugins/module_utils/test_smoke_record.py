@@ -146,9 +146,7 @@ def test_the_fingerprint_is_a_sha256_digest_and_stable():
 
 def test_the_next_run_folder_and_id_leave_it_as_it_was():
     later = json.loads(json.dumps(cluster()).replace(RUN_ID, "20261203T090000Z"))
-    assert fingerprint(later, RUN_DIR.replace(RUN_ID, "20261203T090000Z"), "20261203T090000Z") == fingerprint(
-        cluster()
-    )
+    assert fingerprint(later, RUN_DIR.replace(RUN_ID, "20261203T090000Z"), "20261203T090000Z") == fingerprint(cluster())
     # A named run id (train_run_id) in the same run root: the same.
     named = json.loads(json.dumps(cluster()).replace(RUN_ID, "my-run"))
     assert fingerprint(named, RUN_DIR.replace(RUN_ID, "my-run"), "my-run") == fingerprint(cluster())
