@@ -212,6 +212,14 @@ CASES = [
     ),
     pytest.param(
         TrainCase(
+            "train-smoke-test-max-age-negative",
+            {"train_smoke_test_max_age": -1},
+            ("localhost: ", "train_smoke_test_max_age >= 0", "got -1"),
+        ),
+        id="train-smoke-test-max-age-negative",
+    ),
+    pytest.param(
+        TrainCase(
             "train-run-root-a-system-folder",
             {"train_run_root": "/tmp"},
             ("localhost: train_run_root is '/tmp', a system folder", "never happen to a folder of the system"),
@@ -367,7 +375,7 @@ def test_an_everyday_launch_skips_the_smoke_test_until_the_cluster_changes(tmp_p
         "train_checkpoint_steps": 0,
         "train_timeout": 600,
     }
-    record = tmp_path / "runs" / "smoke-test.json"
+    record = tmp_path / "runs" / ".smoke-test.json"
 
     def launch(run_id: str) -> str:
         run, _touched = run_in_folder(
