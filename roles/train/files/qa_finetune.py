@@ -37,6 +37,7 @@ import re
 import socket
 import string
 import sys
+import threading
 import time
 import traceback
 from typing import Any, Dict, Iterable, List, Optional, Sequence
@@ -46,6 +47,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# Set by amx.cluster.train when it skipped the collective smoke test (its record matched the cluster's fingerprint):
+# the rendezvous and a first barrier must then be done within the smoke test's timeout, or the rank ends with exit
+# code 124 and the smoke test's hint (the role's __train_smoke_hint, passed in, never written here).
+FIRST_COLLECTIVE_TIMEOUT_VAR = "AMX_CLUSTER_FIRST_COLLECTIVE_TIMEOUT"
+FIRST_COLLECTIVE_HINT_VAR = "AMX_CLUSTER_FIRST_COLLECTIVE_HINT"
+FIRST_COLLECTIVE_EXIT = 124
 
 WORLD_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE")
 RANK_VARS = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK")
@@ -503,6 +511,48 @@ def leave_together() -> None:
         dist.barrier()
 
 
+def watch_first_collective(environ: Dict[str, str]) -> Optional[threading.Timer]:
+    """Start the watch of the first collective when the role asked for it (FIRST_COLLECTIVE_TIMEOUT_VAR); None
+    when it did not. A thread, not SIGALRM: a signal handler would wait for the blocking C++ call to return."""
+    value = environ.get(FIRST_COLLECTIVE_TIMEOUT_VAR, "").strip()
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise SystemExit(f"{FIRST_COLLECTIVE_TIMEOUT_VAR} must be a number of seconds above 0, got {value!r}")
+    hint = environ.get(FIRST_COLLECTIVE_HINT_VAR, "").strip()
+    timer = threading.Timer(seconds, first_collective_timed_out, args=(seconds, hint))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def first_collective_timed_out(seconds: float, hint: str) -> None:
+    rank = env_int(RANK_VARS, 0)
+    sys.stderr.write(
+        f"TimeoutError: rank {rank} on {socket.gethostname()}: the job's first collective (the rendezvous at "
+        f"{os.environ.get('MASTER_ADDR', '?')}:{os.environ.get('MASTER_PORT', '?')} and a barrier over every rank) "
+        f"did not complete within {seconds:g} s, the smoke test's timeout; the smoke test was skipped, its record "
+        f"matching the cluster's fingerprint. {hint}\n"
+    )
+    end(FIRST_COLLECTIVE_EXIT)
+
+
+def first_collective_done(timer: Optional[threading.Timer]) -> None:
+    """The first collective of the job, under the watch: a barrier over every rank once the process group is up."""
+    if timer is None:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+    timer.cancel()
+    log(f"first collective done within the smoke test's timeout ({timer.args[0]:g} s)")
+
+
 def versions() -> Dict[str, str]:
     found = {"python": platform.python_version()}
     for name in ("torch", "transformers", "accelerate", "datasets", "tokenizers"):
@@ -555,6 +605,7 @@ def main(argv: Sequence[str]) -> int:
     wall_started = time.time()
     args = parse_args(argv)
     world_size = env_int(WORLD_SIZE_VARS, 1)
+    watch = watch_first_collective(dict(os.environ))
 
     import datasets
     import torch
@@ -562,6 +613,9 @@ def main(argv: Sequence[str]) -> int:
 
     datasets.disable_progress_bars()
     targs, dialect = training_arguments(args, world_size)
+    # The device's setup starts the process group (the rendezvous); the barrier is the job's first collective.
+    _ = targs.device
+    first_collective_done(watch)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     if not getattr(tokenizer, "is_fast", False):
         raise SystemExit(f"the tokenizer in {args.model_name_or_path} is not a fast tokenizer: offsets are needed")

@@ -134,11 +134,13 @@ def test_two_ranks_under_mpirun_with_gloo(
     script = tmp_path / "launch.sh"
     script.write_text(launch["script"])
     started = time.time()
-    done = subprocess.run(
-        ["bash", str(script)], capture_output=True, text=True, env=run_env(), timeout=900, check=False
-    )
+    # As amx.cluster.train launches it when it skipped the smoke test: the first collective under its timeout.
+    watched = run_env(AMX_CLUSTER_FIRST_COLLECTIVE_TIMEOUT="120", AMX_CLUSTER_FIRST_COLLECTIVE_HINT="the hint")
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, env=watched, timeout=900, check=False)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
     print("2-rank mpirun run: %.1f s" % (time.time() - started))
+    for rank in (0, 1):
+        assert f"[qa_finetune rank {rank}] first collective done within the smoke test's timeout (120 s)" in done.stdout
     metrics = json.loads((tmp_path / "metrics.json").read_text())
 
     assert metrics["world_size"] == 2
@@ -259,3 +261,52 @@ def test_a_run_that_lost_a_rank_resumes_from_its_checkpoint_to_the_planned_end(
     assert len(metrics["train"]["losses"]) == 1 + steps // 20
     remaining = sorted(int(path.name.split("-")[1]) for path in output.glob("checkpoint-*"))
     assert remaining == [steps - every, steps], "save_total_limit keeps the newest two"
+
+
+def test_a_rank_whose_peer_never_comes_ends_at_the_first_collective_with_the_hint(
+    train_python, tiny_qa, free_port, tmp_path
+):
+    # What amx.cluster.train sets when it skipped the smoke test: rank 0 of 2 alone waits at the rendezvous for a
+    # rank that never comes (a firewall between the nodes, say) and must end within the smoke test's timeout with its
+    # hint, not after torch's own half-hour.
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            str(train_python),
+            str(FILES / "qa_finetune.py"),
+            *training_args(tiny_qa, tmp_path, 1),
+            "--use_cpu",
+            "--ddp_backend",
+            "gloo",
+        ],
+        capture_output=True,
+        text=True,
+        env=run_env(
+            PMI_SIZE="2",
+            PMI_RANK="0",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(free_port),
+            AMX_CLUSTER_FIRST_COLLECTIVE_TIMEOUT="25",
+            AMX_CLUSTER_FIRST_COLLECTIVE_HINT="Where to look: the smoke test's hint.",
+        ),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 124, done.stderr[-2000:]
+    assert "TimeoutError: rank 0" in done.stderr
+    assert "did not complete within 25 s, the smoke test's timeout" in done.stderr
+    assert done.stderr.rstrip().endswith("Where to look: the smoke test's hint.")
+    assert time.monotonic() - started < 120
+
+
+def test_a_bad_first_collective_timeout_is_refused(train_python, tiny_qa, tmp_path):
+    done = subprocess.run(
+        [str(train_python), str(FILES / "qa_finetune.py"), *training_args(tiny_qa, tmp_path, 1), "--use_cpu"],
+        capture_output=True,
+        text=True,
+        env=run_env(AMX_CLUSTER_FIRST_COLLECTIVE_TIMEOUT="soon"),
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode != 0
+    assert "AMX_CLUSTER_FIRST_COLLECTIVE_TIMEOUT must be a number of seconds above 0, got 'soon'" in done.stderr
