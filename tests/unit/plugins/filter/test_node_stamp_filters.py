@@ -12,11 +12,10 @@ import shutil
 
 import pytest
 from ansible.errors import AnsibleFilterError
-
-from ansible_collections.amx.cluster.plugins.filter.node_stamp import FilterModule
+from filter_files import filters_named
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
-FILTERS = FilterModule().filters()
+FILTERS = filters_named("node_stamp_")
 inputs = FILTERS["node_stamp_inputs"]
 option_names = FILTERS["node_stamp_option_names"]
 

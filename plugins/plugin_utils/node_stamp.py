@@ -1,8 +1,8 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Filters amx.cluster.node_stamp_inputs and node_stamp_option_names (docs: node_stamp_inputs.yml,
-node_stamp_option_names.yml): the controller's side of the node state stamp, over module_utils.node_state."""
+"""The controller's side of the node state stamp (filters node_stamp_inputs and node_stamp_option_names): the
+inputs hash of a node role, from its files, its collection's version and its resolved options."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     inputs_hash,
     version_from_galaxy,
 )
-from ansible_collections.amx.cluster.plugins.plugin_utils.filters import INPUT_ERRORS, filter_function
 
 # Files of a role that do not change what it does.
 LEFT_OUT = ("README.md",)
@@ -79,14 +78,3 @@ def node_stamp_option_names(role_path: str, entry_point: str = "main") -> List[s
     if entry_point not in specs:
         raise StampError(f"{spec_file} has no entry point '{entry_point}'")
     return sorted((specs[entry_point] or {}).get("options") or {})
-
-
-class FilterModule:
-    """The inputs of a node role's stamp."""
-
-    def filters(self):
-        errors = (*INPUT_ERRORS, OSError, yaml.YAMLError)
-        return {
-            "node_stamp_inputs": filter_function("node_stamp_inputs", node_stamp_inputs, errors),
-            "node_stamp_option_names": filter_function("node_stamp_option_names", node_stamp_option_names, errors),
-        }
