@@ -3,7 +3,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """Bring-up, re-run, launch overhead and scaling of the collection on container clusters made by the test harness.
 
-Each run builds fresh Debian containers with tests/cluster/ (the scripts extensions/molecule/shared/create.yml calls), on a
+Each run builds fresh Debian containers with tests/cluster/ (the scripts of extensions/molecule/shared/create.yml), on a
 network and label of this benchmark's own (amx-bench-<id>), and measures:
 
 1. bring-up of N nodes by playbooks/provision.yml, against a plain sequential baseline on other fresh containers:

@@ -156,7 +156,7 @@ def markdown(report: Dict[str, Any]) -> str:
 NOTES = [
     "Every measurement starts on fresh containers (Debian bookworm, sshd, the image of tests/cluster/node-image.sh); "
     "baseline and provision alternate which goes first from run to run.",
-    "provision.yml: `ansible-playbook -i <inventory> playbooks/provision.yml` with extensions/molecule/fleet's group_vars "
+    "provision.yml: `ansible-playbook -i <inventory> playbooks/provision.yml` with the fleet scenario's group_vars "
     "(native profile, no PyTorch index, AMX not required), wall time of the command. With a cold wheelhouse the "
     "controller downloads every wheel (an empty pip cache and wheelhouse folder of the run's own), as the baseline's "
     "nodes do; the torch wheel comes from this machine's wheel folder, as the profile's torch==2.13.0 does for the "

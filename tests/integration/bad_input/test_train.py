@@ -30,7 +30,6 @@ from bad_input_helpers import (
     assert_refused,
     changes,
     cluster,
-    fold,
     message,
     node_paths,
     run_in_folder,
@@ -356,54 +355,3 @@ def test_a_run_keeps_the_users_folder_its_record_and_its_secrets(tmp_path, stack
         p for p in changes(state_before, snapshot(tmp_path)) if p != "inventory.yml" and not p.startswith("home/")
     ]
     assert rewritten == [], touched
-
-
-def test_an_everyday_launch_skips_the_smoke_test_until_the_cluster_changes(tmp_path, stack):
-    """Three real launches of a short qa_finetune job (mpirun, 2 ranks) with the smoke test on: the first runs it and
-    leaves its record (root's, 0600, in the run root); the second, on the same cluster, skips it and its job's first
-    collective runs under the smoke test's watch; the third, after the hostfile changed, runs it again."""
-    (tmp_path / "hosts").write_text("localhost\n")
-    host = {
-        **LOCAL,
-        **node_paths(tmp_path),
-        "bad_input_facts": str(stack),
-        "train_smoke_test": True,
-        "train_script": "qa_finetune",
-        "train_data": "tiny",
-        "train_tiny_options": {"seed": 0, "train_paragraphs": 8, "validation_paragraphs": 2},
-        "train_max_steps": 2,
-        "train_checkpoint_steps": 0,
-        "train_timeout": 600,
-    }
-    record = tmp_path / "runs" / ".smoke-test.json"
-
-    def launch(run_id: str) -> str:
-        run, _touched = run_in_folder(
-            tmp_path, TEST_PLAYBOOKS / "train_role.yml", cluster({"localhost": {**host, "train_run_id": run_id}}, {})
-        )
-        assert run.returncode == 0, run.explain()
-        return fold(run.output)
-
-    output = launch("smoke-1")
-    assert "Smoke test: no record of an earlier smoke test; it runs." in output
-    assert (tmp_path / "runs" / "smoke-1" / "state" / "smoke").is_dir()
-    info = os.stat(record)
-    assert (stat.S_IMODE(info.st_mode), info.st_uid) == (0o600, 0)
-    first = json.loads(record.read_text())
-    assert first["figures"]["ranks"] == 2 and first["figures"]["run_id"] == "smoke-1"
-    written = record.read_bytes()
-
-    output = launch("smoke-2")
-    assert "Smoke test skipped: the cluster is as it was when the smoke test passed" in output
-    assert not (tmp_path / "runs" / "smoke-2" / "state" / "smoke").exists()
-    assert record.read_bytes() == written
-    run_record = json.loads((tmp_path / "results" / "smoke-2" / "run.json").read_text())
-    assert "the cluster is as it was" in run_record["smoke"]["skipped"]
-    logs = " ".join(p.read_text() for p in (tmp_path / "results" / "smoke-2" / "logs" / "job").glob("rank-*.log"))
-    assert logs.count("first collective done within the smoke test's timeout (120 s)") == 2, logs[-3000:]
-
-    (tmp_path / "hosts").write_text("# written again\nlocalhost\n")
-    output = launch("smoke-3")
-    assert "Smoke test: the cluster changed since the last smoke test (another fingerprint); it runs." in output
-    assert (tmp_path / "runs" / "smoke-3" / "state" / "smoke").is_dir()
-    assert json.loads(record.read_text())["fingerprint"] != first["fingerprint"]
