@@ -614,7 +614,8 @@ def main(argv: Sequence[str]) -> int:
     datasets.disable_progress_bars()
     targs, dialect = training_arguments(args, world_size)
     # The device's setup starts the process group (the rendezvous); the barrier is the job's first collective.
-    _ = targs.device
+    if targs.device.type != "cpu":
+        raise SystemExit(f"qa_finetune trains on the CPU; the training arguments chose {targs.device}")
     first_collective_done(watch)
     tokenizer = AutoTokenizer.from_pretrained(args.model_name_or_path)
     if not getattr(tokenizer, "is_fast", False):
