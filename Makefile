@@ -9,7 +9,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 # Scenarios in the order they build on each other; slow ones run with `make molecule-slow`.
-MOLECULE_SCENARIOS := harness amx_check tcmalloc torch_stack hf_examples fleet
+MOLECULE_SCENARIOS := default amx_check tcmalloc torch_stack hf_examples fleet
 MOLECULE_SLOW := ipex
 
 .PHONY: demo setup host-packages docker node-image lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
