@@ -31,7 +31,7 @@ if ansible-galaxy collection list amazon.aws 2>/dev/null | grep -q "^amazon.aws 
   test -f "$work/offline/ansible_collections/amx/cluster/MANIFEST.json"
   printf '[defaults]\ncollections_path = %s/collections\n' "$work" >"$work/ansible.cfg"
 fi
-for excluded in tests molecule Makefile .ci .cache .venv .collections requirements-dev.txt; do
+for excluded in tests extensions Makefile .ci .cache .venv .collections requirements-dev.txt; do
   if [ -e "$installed/$excluded" ]; then
     echo "build-install: $excluded is in the tarball; add it to build_ignore in galaxy.yml" >&2
     exit 1
