@@ -6,9 +6,11 @@ place for what every such process needs, each test adding only its own variables
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
-from typing import Dict, Sequence
+import subprocess
+from typing import Any, Dict, List, Sequence
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 VENV_BIN = REPO / ".venv" / "bin"
@@ -30,3 +32,15 @@ def ansible_env(home: pathlib.Path, drop: Sequence[str] = (), **extra: str) -> D
     )
     env.update(extra)
     return env
+
+
+def local_play_tasks(play: pathlib.Path, *args: str, timeout: int = 180) -> List[Dict[str, Any]]:
+    """Run ``play`` on localhost (connection local) from the repository root, so that its ansible.cfg finds the
+    collection, with the json callback; the play must succeed. Returns the first play's tasks as that callback
+    reports them (``tasks[i]["hosts"]["localhost"]`` is a task's result)."""
+    env = dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
+    env.pop("ANSIBLE_CONFIG", None)
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local", str(play), *args]
+    done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    return json.loads(done.stdout)["plays"][0]["tasks"]

@@ -3,13 +3,11 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The filters amx.cluster.script_args and amx.cluster.mpi_launcher, and the role's wiring of script_args."""
 
-import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible_env import local_play_tasks
 
 from ansible_collections.amx.cluster.plugins.filter import mpi_launcher, script_args
 
@@ -86,19 +84,7 @@ def test_the_roles_task_builds_the_arguments_in_a_real_play(tmp_path, extra, exp
     """tasks/script_args.yml, run by Ansible with the role's defaults and vars, wires the knobs into the filter."""
     play = tmp_path / "play.yml"
     play.write_text(PLAY.format(repo=REPO))
-    env = dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-    env.pop("ANSIBLE_CONFIG", None)
-    done = subprocess.run(
-        [str(ANSIBLE), "-i", "localhost,", "-c", "local", str(play), *extra],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    tasks = json.loads(done.stdout)["plays"][0]["tasks"]
+    tasks = local_play_tasks(play, *extra)
     args = tasks[-1]["hosts"]["localhost"]["__train_built_args"]
     rendered = " ".join(args)
     if "tiny-qa-" in rendered:

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import importlib
 import json
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 from ansible.errors import AnsibleFilterError
+from ansible_env import local_play_tasks
 
 from ansible_collections.amx.cluster.plugins.module_utils import train_gates
 
@@ -96,17 +95,5 @@ def test_the_roles_stale_worker_selection_in_a_real_play(tmp_path):
             "__train_tiny_dir": "/d",
         }
     )
-    env = dict(os.environ, ANSIBLE_LOAD_CALLBACK_PLUGINS="1", ANSIBLE_STDOUT_CALLBACK="json")
-    env.pop("ANSIBLE_CONFIG", None)
-    done = subprocess.run(
-        [str(ANSIBLE), "-i", "localhost,", "-c", "local", str(play), "-e", extra],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
-    tasks = json.loads(done.stdout)["plays"][0]["tasks"]
+    tasks = local_play_tasks(play, "-e", extra)
     assert tasks[-1]["hosts"]["localhost"]["msg"] == ["node-b", "node-d", "node-e"]

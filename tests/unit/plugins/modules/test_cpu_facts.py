@@ -10,8 +10,8 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
+import ad_hoc
 import pytest
 import yaml
 
@@ -34,15 +34,6 @@ TOPOLOGY_KEYS = (
     "usable_physical_cores",
     "socket_cores",
 )
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
-
-
-def ansible_binary() -> str:
-    beside = pathlib.Path(sys.executable).parent / "ansible"
-    found = str(beside) if beside.exists() else shutil.which("ansible")
-    if not found:
-        pytest.fail("the ansible command is not installed beside this Python nor on PATH: run `make setup`")
-    return found
 
 
 def run_module(*args: str, path: str | None = None, check: bool = False, prefix: tuple = ()) -> dict:
@@ -50,38 +41,8 @@ def run_module(*args: str, path: str | None = None, check: bool = False, prefix:
 
     `prefix` runs the whole command under another one (`taskset -c 0`): the module's process inherits it.
     """
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-    )
-    if path is not None:
-        env["PATH"] = path
-    command = [
-        *prefix,
-        ansible_binary(),
-        "localhost",
-        "-i",
-        "localhost,",
-        "-c",
-        "local",
-        "-e",
-        f"ansible_python_interpreter={PYTHON}",
-        "-m",
-        "amx.cluster.cpu_facts",
-    ]
-    if args:
-        command += ["-a", " ".join(args)]
-    if check:
-        command.append("--check")
-    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
-    try:
-        document = json.loads(proc.stdout)
-    except ValueError:
-        pytest.fail(f"ansible printed no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    result = document["plays"][0]["tasks"][0]["hosts"]["localhost"]
-    assert proc.returncode == 0, result
+    result = ad_hoc.run_module("cpu_facts", " ".join(args), check=check, path=path, prefix=prefix)
+    assert not result.get("failed"), result
     return result
 
 

@@ -12,14 +12,13 @@ import os
 import pathlib
 import shutil
 import subprocess
-import sys
 
+import ad_hoc
 import pytest
 
 from ansible_collections.amx.cluster.plugins.modules import node_state
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
-PYTHON = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
 INPUTS = "a" * 64
 DEFAULTS = {
     "stamp_dir": "/var/lib/amx-cluster/stamps",
@@ -35,31 +34,8 @@ DEFAULTS = {
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the stamps are root's: the module is tested as root")
 
 
-def ansible_binary() -> str:
-    beside = pathlib.Path(sys.executable).parent / "ansible"
-    found = str(beside) if beside.exists() else shutil.which("ansible")
-    if not found:
-        pytest.fail("the ansible command is not installed beside this Python nor on PATH: run `make setup`")
-    return found
-
-
 def run_module(args: dict, check: bool = False) -> dict:
-    env = dict(os.environ)
-    env.update(
-        ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
-        ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",
-        ANSIBLE_CONFIG=str(REPO / "ansible.cfg"),
-    )
-    command = [ansible_binary(), "localhost", "-i", "localhost,", "-c", "local"]
-    command += ["-e", f"ansible_python_interpreter={PYTHON}", "-m", "amx.cluster.node_state", "-a", json.dumps(args)]
-    if check:
-        command.append("--check")
-    proc = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=120, check=False)
-    try:
-        document = json.loads(proc.stdout)
-    except ValueError:
-        pytest.fail(f"ansible printed no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return document["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    return ad_hoc.run_module("node_state", json.dumps(args), check=check)
 
 
 @pytest.fixture
