@@ -16,12 +16,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import tempfile
 from typing import Any, Dict, List, Mapping, Optional
 
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.scaling import (
     build_report,
     plot_series,
@@ -154,18 +154,7 @@ def _read(path: str) -> Optional[bytes]:
 
 
 def _write(path: str, content: bytes) -> None:
-    """Write atomically: a temporary file in the same folder, then a rename over the old one."""
-    folder = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(prefix=".scaling-", dir=folder)
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(content)
-        os.chmod(temporary, FILE_MODE)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, content, mode=FILE_MODE, prefix=".scaling-")
 
 
 class ActionModule(ActionBase):

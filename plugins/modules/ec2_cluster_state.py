@@ -96,7 +96,6 @@ unrecorded:
 """
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule, env_fallback
 
@@ -110,6 +109,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import
     explain,
     module_client,
 )
+from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_state import (
     MANIFEST,
     StateError,
@@ -136,17 +136,7 @@ def read_manifest(path, cluster, region):
 
 
 def write_manifest(path, manifest):
-    folder = os.path.dirname(path)
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".amx-cluster-files.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as stream:
-            stream.write(dump(manifest))
-        os.chmod(temporary, 0o600)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, dump(manifest), mode=0o600, prefix=".amx-cluster-files.")
 
 
 def make_folder(path):

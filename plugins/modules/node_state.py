@@ -182,7 +182,6 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 import time
 
 from ansible.module_utils.basic import AnsibleModule
@@ -191,6 +190,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
     gather_cpu_facts,
     probe_amx,
 )
+from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     StampError,
     amx_fingerprint,
@@ -313,18 +313,7 @@ def read_stamp(path, role):
 
 def write_stamp(directory, path, text):
     os.makedirs(directory, mode=0o700, exist_ok=True)
-    fd, temporary = tempfile.mkstemp(dir=directory, prefix=".stamp-")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            os.fchmod(handle.fileno(), 0o600)
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    write_atomically(path, text, mode=0o600, prefix=".stamp-")
 
 
 def disk_free(path):
