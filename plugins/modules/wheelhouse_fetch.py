@@ -17,8 +17,8 @@ description:
     O(dest) with C(.partial) appended (emptied first), filled with O(files), C(markers.json) (with O(markers)) and the
     wheels that pip downloads, the wheels packed into C(wheels.tar) (with O(pack)), and renamed to O(dest) once all
     of that worked, so an interrupted download is never taken for a complete one.
-  - Runs that want the same O(dest) at once take turns (a lock file, O(dest) with C(.lock) appended), and the later
-    one finds the download complete.
+  - Runs that want a download in the same cache folder at once take turns (a lock on the folder that holds O(dest)),
+    and a later one finds its download complete.
   - pip runs from an argument vector, never through a shell; the paths may hold quotes or spaces.
   - With O(markers), pip evaluates environment markers (C(pkg; python_version < "3.10") in requirement files and in
     every dependency's metadata) with the node's values instead of the controller's, through a runner of the

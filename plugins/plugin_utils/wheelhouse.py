@@ -111,13 +111,17 @@ def fetch(
         return {"changed": True, "cached": False, "path": dest, "wheels": []}
 
     # Two controller runs may want the same download at once (two plays, or a test suite beside another): the
-    # second waits for the first and then finds the folder complete.
-    os.makedirs(os.path.dirname(dest), mode=0o755, exist_ok=True)
-    with open(dest + ".lock", "a", encoding="utf-8") as lock:
+    # second waits for the first and then finds the folder complete. The lock is the cache folder's own (no file).
+    cache = os.path.dirname(dest)
+    os.makedirs(cache, mode=0o755, exist_ok=True)
+    lock = os.open(cache, os.O_RDONLY)
+    try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if os.path.isdir(dest):
             return {"changed": False, "cached": True, "path": dest, "wheels": []}
         return _download(dest, work, argv, checked, node, pack)
+    finally:
+        os.close(lock)
 
 
 def _download(
