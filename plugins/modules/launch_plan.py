@@ -1,0 +1,432 @@
+#!/usr/bin/python
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: launch_plan
+short_description: The one-step launch's plan on the master, written after a full launch and checked before the next
+version_added: 0.2.0
+description:
+  - Runs on the master as root. With O(state=present) (the end of a full launch whose job passed), probes every node
+    of the cluster, the master itself and each worker over the cluster's SSH mesh as the training user, in
+    parallel, and writes the plan O(plan_dir)/<inputs>.json (JSON, root's, 0600, replaced atomically, with a
+    digest): the launch as a template of the run, each node's probe and fingerprint, the smoke test's fingerprint
+    and the static part of the run's record.
+  - "With O(state=check), reads the plan of O(inputs) and says whether the next launch may start in one step
+    (RV(ready)) or why not (RV(reason)): the plan must be intact, of these inputs and younger than its maximum age;
+    the smoke test's record must still hold; every node, probed again in parallel, must give the plan's
+    fingerprint (its boot id, kernel, the SSH files and the hostfile, the stack's manifest and virtualenv, tcmalloc,
+    the launcher's packages, the role's scripts, the data set), have no folder for the new run and no process of
+    an earlier run. When it may, and O(prepare=true), it makes the new run's folder on every node with the role's
+    scripts and writes its C(launch.sh) on the master."
+  - The probe is the collection's C(node_probe) module_utils file, run with the node's training Python.
+author:
+  - amx.cluster developers (@amx-cluster)
+options:
+  state:
+    description: C(present) writes the plan after a full launch, C(check) reads it before the next one.
+    type: str
+    choices: [present, check]
+    default: check
+  inputs:
+    description: The hash of the launch's inputs (the C(amx.cluster.train_launch) action computes it on the controller).
+    type: str
+    required: true
+  plan_dir:
+    description: The folder of the plans on the master (created 0700 root when a plan is written).
+    type: path
+    default: /var/lib/amx-cluster/launch
+  plan:
+    description:
+      - With O(state=present), what the full launch ran with. Keys C(max_age), C(user) (C(name), C(uid), C(gid),
+        C(home)), C(run_root), C(run_files) (the role's scripts, copied into a new run's folder), C(nodes)
+        (C(alias), C(name), C(python), C(spec): the probe), C(smoke) (C(record), C(fingerprint), C(max_age)),
+        C(launch) (the arguments of the launch's rendering), C(job) (C(args), the arguments of
+        M(amx.cluster.train_job), and C(results_dir), the controller's results folder) and C(record) (the static
+        part of C(run.json)).
+    type: dict
+    default: {}
+  run_dir:
+    description: With O(state=present), the folder of the run that passed (its C(launch.sh) must be the plan's launch).
+    type: path
+  run_id:
+    description:
+      - The run's id. With O(state=check), the new run's; empty gives a UTC time stamp (as amx.cluster.train names
+        a run).
+    type: str
+    default: ""
+  prepare:
+    description: With O(state=check), make the new run's folders and its C(launch.sh) when the launch may go ahead.
+    type: bool
+    default: true
+  timeout:
+    description: Seconds that each node's probe may take.
+    type: int
+    default: 60
+notes:
+  - Check mode never prepares a run; RV(ready) is then false with the reason, so that the full path shows what it
+    would do.
+"""
+
+EXAMPLES = r"""
+- name: Check whether this launch may start in one step
+  amx.cluster.launch_plan:
+    state: check
+    inputs: "{{ launch_inputs }}"
+    run_id: squad-2
+  become: true
+  register: plan
+"""
+
+RETURN = r"""
+ready:
+  description: Whether the launch may start in one step (with O(prepare=true), its run folder is ready).
+  returned: always
+  type: bool
+reason:
+  description: Why it may or may not (the first differences found, by name, never by content).
+  returned: always
+  type: str
+written:
+  description: With O(state=present), whether a plan was written.
+  returned: always
+  type: bool
+plan_path:
+  description: The plan's file on the master.
+  returned: always
+  type: str
+run_id:
+  description: The new run's id.
+  returned: when ready
+  type: str
+run_dir:
+  description: The new run's folder (on every node).
+  returned: when ready
+  type: str
+launch:
+  description: The new run's launch (C(command), C(argv), C(env), C(genv), C(setvars), C(script)).
+  returned: when ready
+  type: dict
+job:
+  description: The arguments of M(amx.cluster.train_job) for the new run.
+  returned: when ready
+  type: dict
+record:
+  description: The static part of the new run's C(run.json).
+  returned: when ready
+  type: dict
+user:
+  description: The training user (C(name), C(uid), C(gid), C(home)).
+  returned: when ready
+  type: dict
+smoke_reason:
+  description: Why the smoke test is not due (its record still holds).
+  returned: when ready
+  type: str
+"""
+
+# Ansible modules import after their documentation (validate-modules checks it).
+import inspect
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.amx.cluster.plugins.module_utils import node_probe
+from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
+from ansible_collections.amx.cluster.plugins.module_utils.launch import LaunchError, launch_command
+from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
+    PlanError,
+    fill_run,
+    launch_problems,
+    node_changes,
+    parse_plan,
+    plan_fresh,
+    plan_text,
+    template_run,
+)
+from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import smoke_test_due
+
+RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+INPUTS = re.compile(r"[0-9a-f]{64}\Z")
+# A folder no run has: the launch filled with it must no longer name the run's own folder.
+ELSEWHERE = "/nonexistent/amx-cluster-plan-check"
+MAX_READ = 1 << 22
+# What the role gives with state=present.
+PLAN_PARTS = ("max_age", "user", "run_root", "run_files", "nodes", "smoke", "launch", "job", "record")
+
+
+class PlanModuleError(Exception):
+    """What stops the module, said so that a person can act on it."""
+
+
+def read_root_file(path):
+    """(text, why): a regular file of root's with mode 0600, read without following a symlink; (None, why) else."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None, "absent"
+    except OSError as exc:
+        return None, f"cannot be opened ({type(exc).__name__}; a symlink is refused)"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
+            return None, "not a file of root's with mode 0600"
+        raw = handle.read(MAX_READ)
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, "not text"
+
+
+def as_user(user):
+    """subprocess keyword arguments that run a command as the training user (from root), with its home."""
+    env = {
+        "HOME": user["home"],
+        "USER": user["name"],
+        "LOGNAME": user["name"],
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": "C.UTF-8",
+    }
+    if os.geteuid() == int(user["uid"]):
+        return {"env": env}
+    if os.geteuid() != 0:
+        raise PlanModuleError(f"the plan is of user {user['name']}: run the task as root (become: true)")
+
+    def drop():
+        os.setgroups(os.getgrouplist(user["name"], int(user["gid"])))
+        os.setgid(int(user["gid"]))
+        os.setuid(int(user["uid"]))
+
+    return {"env": env, "preexec_fn": drop, "cwd": user["home"]}
+
+
+def on_node(node, command, ssh_options, user, timeout, stdin=None):
+    """Run a command (a list) on a node as the training user: the master itself, a worker over the mesh."""
+    argv = command if node["alias"] == "localhost" else ["ssh", *list(ssh_options), node["alias"], shlex.join(command)]
+    try:
+        done = subprocess.run(argv, input=stdin, capture_output=True, timeout=timeout, check=False, **as_user(user))
+    except subprocess.TimeoutExpired:
+        return 124, b"", f"no answer within {timeout} s".encode()
+    except OSError as exc:
+        return 127, b"", str(exc).encode()
+    return done.returncode, done.stdout, done.stderr
+
+
+def probe_nodes(nodes, specs, ssh_options, user, timeout):
+    """{node name: the probe's answer} for every node, all at once."""
+    source = inspect.getsource(node_probe).encode("utf-8")
+
+    def one(node):
+        command = [node["python"], "-", json.dumps(specs[node["name"]], sort_keys=True)]
+        rc, out, err = on_node(node, command, ssh_options, user, timeout, stdin=source)
+        lines = [line for line in out.decode("utf-8", "replace").splitlines() if line.startswith("{")]
+        if rc != 0 or not lines:
+            tail = err.decode("utf-8", "replace").strip().splitlines()[-1:] or [f"rc {rc}"]
+            return node["name"], {"ok": False, "error": f"rc {rc}: {tail[0][:300]}"}
+        try:
+            return node["name"], json.loads(lines[-1])
+        except ValueError:
+            return node["name"], {"ok": False, "error": "the probe's answer is not JSON"}
+
+    with ThreadPoolExecutor(max_workers=min(32, max(len(nodes), 1))) as pool:
+        return dict(pool.map(one, nodes))
+
+
+def render(launch, run_dir, run_id):
+    filled = fill_run(launch, run_dir, run_id)
+    arguments = dict(filled)
+    layout, dialect, script = arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script")
+    return launch_command(layout, dialect, script, **arguments)
+
+
+def write_plan(params, plan_path):
+    plan_in, run_dir = params["plan"], (params["run_dir"] or "").rstrip("/")
+    run_id = params["run_id"]
+    if not run_dir or not run_id:
+        raise PlanModuleError("state=present needs run_dir and run_id: the run that passed")
+    missing = [key for key in PLAN_PARTS if key not in plan_in]
+    if missing:
+        raise PlanModuleError(f"the plan lacks {', '.join(missing)}")
+    launch = template_run(plan_in["launch"], run_dir, run_id)
+    try:
+        with open(os.path.join(run_dir, "launch.sh"), encoding="utf-8") as handle:
+            ran = handle.read()
+        problems = launch_problems(
+            ran, render(launch, run_dir, run_id)["script"], render(launch, ELSEWHERE, "x")["script"], run_dir
+        )
+    except (OSError, LaunchError, KeyError, TypeError) as exc:
+        problems = [f"the run's launch cannot be rendered again ({type(exc).__name__}: {exc})"]
+    if problems:
+        return {"written": False, "reason": "; ".join(problems)}
+    nodes = plan_in["nodes"]
+    answers = probe_nodes(
+        nodes,
+        {node["name"]: node["spec"] for node in nodes},
+        plan_in["job"].get("ssh_options") or [],
+        plan_in["user"],
+        params["timeout"],
+    )
+    failed = [f"{name}: {answer.get('error')}" for name, answer in answers.items() if not answer.get("ok")]
+    if failed:
+        return {"written": False, "reason": "the probe failed on " + "; ".join(failed)}
+    plan = {
+        "version": 1,
+        "inputs": params["inputs"],
+        "written": time.time(),
+        "max_age": int(plan_in["max_age"]),
+        "user": plan_in["user"],
+        "run_root": plan_in["run_root"],
+        "source_run_dir": run_dir,
+        "run_files": list(plan_in["run_files"]),
+        "nodes": [dict(node, fingerprint=node_probe.fingerprint(answers[node["name"]]["result"])) for node in nodes],
+        "smoke": plan_in["smoke"],
+        "launch": launch,
+        "job": template_run(plan_in["job"], run_dir, run_id),
+        "record": template_run(plan_in["record"], run_dir, run_id),
+    }
+    text = plan_text(plan)
+    os.makedirs(params["plan_dir"], mode=0o700, exist_ok=True)
+    write_atomically(plan_path, text, mode=0o600, prefix=".plan-")
+    prune(params["plan_dir"], plan_path, plan["max_age"])
+    return {"written": True, "reason": f"plan written for the next launch with these settings ({len(nodes)} nodes)"}
+
+
+def prune(plan_dir, keep, max_age):
+    """Plans of other inputs that are past their age are of no use: remove them (only the collection's own)."""
+    for name in os.listdir(plan_dir):
+        path = os.path.join(plan_dir, name)
+        if path == keep or not re.fullmatch(r"[0-9a-f]{64}\.json", name):
+            continue
+        try:
+            if time.time() - os.lstat(path).st_mtime > max(max_age, 0):
+                os.unlink(path)
+        except OSError:
+            pass
+
+
+def check_plan(params, plan_path, check_mode):
+    text, why = read_root_file(plan_path)
+    if text is None:
+        if why == "absent":
+            return {"ready": False, "reason": "no full launch with these settings has passed on this master yet"}
+        return {"ready": False, "reason": f"the plan {plan_path} is {why}: not trusted"}
+    try:
+        plan = parse_plan(text)
+    except PlanError as exc:
+        return {"ready": False, "reason": f"{exc}: not trusted"}
+    now = time.time()
+    fresh, reason = plan_fresh(plan, params["inputs"], now)
+    if not fresh:
+        return {"ready": False, "reason": reason}
+    record, why = read_root_file(plan["smoke"]["record"])
+    smoke = smoke_test_due(record or "", plan["smoke"]["fingerprint"], now, max_age=float(plan["smoke"]["max_age"]))
+    if smoke["run"]:
+        return {"ready": False, "reason": f"the smoke test is due ({smoke['reason']})"}
+    run_id = params["run_id"] or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
+    if not RUN_ID.match(run_id):
+        return {"ready": False, "reason": f"train_run_id '{run_id}' cannot name a folder (the full path says how)"}
+    user, nodes = plan["user"], plan["nodes"]
+    run_dir = plan["run_root"].rstrip("/") + "/" + run_id
+    specs = {
+        node["name"]: dict(
+            node["spec"],
+            absent=[run_dir],
+            processes={"user": int(user["uid"]), "pattern": plan["run_root"].rstrip("/") + "/"},
+        )
+        for node in nodes
+    }
+    ssh_options = plan["job"].get("ssh_options") or []
+    answers = probe_nodes(nodes, specs, ssh_options, user, params["timeout"])
+    changes = node_changes(nodes, answers, node_probe.differences)
+    if changes:
+        shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
+        return {"ready": False, "reason": shown}
+    if check_mode:
+        return {"ready": False, "reason": "check mode (the full path shows what a launch would do)"}
+    launch = render(plan["launch"], run_dir, run_id)
+    if params["prepare"]:
+        prepare(plan, nodes, run_dir, launch["script"], ssh_options, params["timeout"])
+    return {
+        "ready": True,
+        "changed": bool(params["prepare"]),
+        "reason": f"{reason}; every node is as it was then",
+        "smoke_reason": smoke["reason"],
+        "run_id": run_id,
+        "run_dir": run_dir,
+        "launch": {key: launch[key] for key in ("command", "argv", "env", "genv", "setvars", "script")},
+        "job": fill_run(plan["job"], run_dir, run_id),
+        "record": fill_run(plan["record"], run_dir, run_id),
+        "user": user,
+    }
+
+
+def prepare(plan, nodes, run_dir, script, ssh_options, timeout):
+    """The new run's folder on every node, with the role's scripts the last full launch ran (the probe just found
+    them unchanged), and launch.sh on the master."""
+    copies = ["{}/{}".format(plan["source_run_dir"], name) for name in plan["run_files"]]
+    command = ["sh", "-c", 'd=$1; shift; mkdir -m 0700 -- "$d" && cp -p -- "$@" "$d/"', "sh", run_dir, *copies]
+    if not copies:
+        command = ["mkdir", "-m", "0700", "--", run_dir]
+
+    def one(node):
+        return node["name"], on_node(node, command, ssh_options, plan["user"], timeout)
+
+    with ThreadPoolExecutor(max_workers=min(32, max(len(nodes), 1))) as pool:
+        failed = [(name, rc, err) for name, (rc, _out, err) in pool.map(one, nodes) if rc != 0]
+    if failed:
+        raise PlanModuleError(
+            "cannot prepare the run's folder {} on {}".format(
+                run_dir,
+                "; ".join(
+                    f"{name} (rc {rc}: {err.decode('utf-8', 'replace').strip()[-300:]})" for name, rc, err in failed
+                ),
+            )
+        )
+    path = os.path.join(run_dir, "launch.sh")
+    write_atomically(path, script, mode=0o700, prefix=".launch-")
+    os.chown(path, int(plan["user"]["uid"]), int(plan["user"]["gid"]))
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            state=dict(type="str", choices=["present", "check"], default="check"),
+            inputs=dict(type="str", required=True),
+            plan_dir=dict(type="path", default="/var/lib/amx-cluster/launch"),
+            plan=dict(type="dict", default={}),
+            run_dir=dict(type="path"),
+            run_id=dict(type="str", default=""),
+            prepare=dict(type="bool", default=True),
+            timeout=dict(type="int", default=60),
+        ),
+        supports_check_mode=True,
+    )
+    params = module.params
+    if not INPUTS.match(params["inputs"]):
+        module.fail_json(msg="launch_plan: inputs must be a sha256 hex digest (the amx.cluster.train_launch action's)")
+    plan_path = os.path.join(params["plan_dir"], params["inputs"] + ".json")
+    try:
+        if params["state"] == "present":
+            result = {"written": False, "reason": "check mode"} if module.check_mode else write_plan(params, plan_path)
+            result.setdefault("ready", False)
+        else:
+            result = check_plan(params, plan_path, module.check_mode)
+            result.setdefault("written", False)
+    except (PlanModuleError, PlanError, LaunchError, OSError) as exc:
+        module.fail_json(msg=f"launch_plan: {exc}", plan_path=plan_path)
+    result.setdefault("changed", bool(result.get("written")))
+    module.exit_json(plan_path=plan_path, **result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,268 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The one-step launch's plan: the run's folder and id go out of the launch and come back for the next run, a plan
+edited by hand or of other inputs or too old is not trusted, and each node's difference is named."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
+from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command
+from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
+    PlanError,
+    fill_run,
+    launch_problems,
+    node_changes,
+    parse_plan,
+    plan_fresh,
+    plan_text,
+    run_record,
+    template_run,
+)
+from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
+
+RUN_ID = "squad-1"
+RUN_DIR = f"/home/mlops/amx-cluster-runs/{RUN_ID}"
+INPUTS = "a" * 64
+
+
+def launch_inputs(run_dir: str, run_id: str) -> dict:
+    """The arguments of a launch as the role renders it: paths in the run's folder, the run id in its variable."""
+    return {
+        "layout": rank_layout(2, nodes=2, processes_per_node=2, mode="partitioned"),
+        "dialect": flag_dialect("5.24.0", world_size=4),
+        "script": f"{run_dir}/rank_exec.sh",
+        "script_args": [
+            "/opt/venv/bin/python",
+            f"{run_dir}/qa_finetune.py",
+            "--output_dir",
+            f"{run_dir}/output",
+            "--epochs",
+            "1",
+            "--run_name",
+            "squad-1-notes",
+        ],
+        "hostfile": "/home/mlops/hosts",
+        "master_addr": "10.0.0.1",
+        "extra_env": {"AMX_CLUSTER_RUN_ID": run_id, "OTHER": run_id, "PYTHONFAULTHANDLER": "1"},
+    }
+
+
+def plan(**changes) -> dict:
+    base = {
+        "version": 1,
+        "inputs": INPUTS,
+        "written": 1000.0,
+        "max_age": 86400,
+        "user": {"name": "mlops", "uid": 1001, "gid": 1001, "home": "/home/mlops"},
+        "run_root": "/home/mlops/amx-cluster-runs",
+        "source_run_dir": RUN_DIR,
+        "run_files": ["qa_finetune.py"],
+        "nodes": [
+            {"alias": "localhost", "name": "spr-a01", "python": "/opt/venv/bin/python", "spec": {}, "fingerprint": {}}
+        ],
+        "smoke": {"record": "/x/.smoke-test.json", "fingerprint": "b" * 64, "max_age": 86400},
+        "launch": {},
+        "job": {"args": {}, "results_dir": "/tmp/runs"},
+        "record": {},
+    }
+    base.update(changes)
+    return base
+
+
+def test_the_run_goes_out_and_another_comes_back():
+    template = template_run(launch_inputs(RUN_DIR, RUN_ID), RUN_DIR, RUN_ID)
+    assert RUN_DIR not in json.dumps(template)
+    other = "/home/mlops/amx-cluster-runs/squad-2"
+    assert fill_run(template, other, "squad-2") == dict(
+        launch_inputs(other, "squad-2"),
+        extra_env={"AMX_CLUSTER_RUN_ID": "squad-2", "OTHER": RUN_ID, "PYTHONFAULTHANDLER": "1"},
+    )
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        RUN_DIR + "-older/file",  # another folder that starts with the same text
+        "prefix" + RUN_DIR,  # the folder inside other text
+        "--output_dir=" + RUN_DIR + "/output",
+    ],
+)
+def test_only_whole_paths_of_the_run_are_replaced(value):
+    assert template_run({"a": [value]}, RUN_DIR, RUN_ID) == {"a": [value]}
+
+
+def test_the_run_id_is_replaced_only_in_its_own_variable():
+    template = template_run({"extra_env": {"AMX_CLUSTER_RUN_ID": RUN_ID}, "epochs": RUN_ID}, RUN_DIR, RUN_ID)
+    assert template == {"extra_env": {"AMX_CLUSTER_RUN_ID": "<run_id>"}, "epochs": RUN_ID}
+
+
+@pytest.mark.parametrize("run_dir", ["relative/run", "/runs/run/", ""])
+def test_a_run_folder_must_be_absolute(run_dir):
+    with pytest.raises(PlanError, match="absolute"):
+        template_run({}, run_dir, RUN_ID)
+
+
+def render(arguments: dict) -> str:
+    arguments = dict(arguments)
+    return launch_command(arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script"), **arguments)[
+        "script"
+    ]
+
+
+def test_a_real_launch_renders_again_and_elsewhere():
+    now = render(launch_inputs(RUN_DIR, RUN_ID))
+    template = template_run(launch_inputs(RUN_DIR, RUN_ID), RUN_DIR, RUN_ID)
+    again = render(fill_run(template, RUN_DIR, RUN_ID))
+    elsewhere = render(fill_run(template, "/elsewhere", "x"))
+    assert launch_problems(now, again, elsewhere, RUN_DIR) == []
+    assert "/elsewhere/qa_finetune.py" in elsewhere
+
+
+def test_a_launch_that_names_the_run_inside_other_text_is_refused():
+    arguments = launch_inputs(RUN_DIR, RUN_ID)
+    arguments["script_args"] = arguments["script_args"] + [f"--logging_dir={RUN_DIR}/tb"]
+    now = render(arguments)
+    template = template_run(arguments, RUN_DIR, RUN_ID)
+    problems = launch_problems(
+        now, render(fill_run(template, RUN_DIR, RUN_ID)), render(fill_run(template, "/e", "x")), RUN_DIR
+    )
+    assert problems == [f"the launch names the run's folder {RUN_DIR} in a way the plan cannot replace"]
+
+
+def test_a_launch_that_does_not_render_back_is_refused():
+    assert launch_problems("a", "b", "c", RUN_DIR) == [
+        "the launch rendered from the plan is not the launch.sh this run ran"
+    ]
+
+
+def test_a_plan_reads_back():
+    assert parse_plan(plan_text(plan()))["inputs"] == INPUTS
+
+
+@pytest.mark.parametrize(
+    "edit, reason",
+    [
+        (lambda text: text.replace('"max_age": 86400', '"max_age": 999999', 1), "digest"),
+        (lambda text: text.replace('"version": 1', '"version": 2'), "another version"),
+        (lambda text: text[:-10], "not JSON"),
+        (lambda text: "[]", "not a JSON object"),
+    ],
+)
+def test_an_edited_or_damaged_plan_is_not_trusted(edit, reason):
+    with pytest.raises(PlanError, match=reason):
+        parse_plan(edit(plan_text(plan())))
+
+
+def test_a_plan_needs_every_part():
+    broken = plan()
+    del broken["nodes"]
+    with pytest.raises(PlanError, match="lacks nodes"):
+        plan_text(broken)
+
+
+@pytest.mark.parametrize(
+    "changes, now, usable, reason",
+    [
+        ({}, 1500.0, True, "passed 500 s ago"),
+        ({"inputs": "c" * 64}, 1500.0, False, "other inputs"),
+        ({}, 1000.0 + 86401, False, "more than train_fast_launch_max_age"),
+        ({}, 900.0, False, "in the future"),
+        ({"max_age": 0}, 1500.0, False, "turned off"),
+        ({"written": "yesterday"}, 1500.0, False, "written is not a number"),
+    ],
+)
+def test_plan_fresh(changes, now, usable, reason):
+    found, why = plan_fresh(plan(**changes), INPUTS, now)
+    assert found is usable
+    assert reason in why
+
+
+def differences(recorded, live):
+    return [f"{key} differs" for key in ("boot_id",) if recorded.get(key) != live.get(key)]
+
+
+NODES = [
+    {"alias": "localhost", "name": "spr-a01", "fingerprint": {"boot_id": "1"}},
+    {"alias": "node1", "name": "spr-b17", "fingerprint": {"boot_id": "2"}},
+]
+
+
+def answer(**result):
+    return {"ok": True, "result": dict({"boot_id": "1"}, **result)}
+
+
+def test_nodes_as_they_were_have_no_changes():
+    answers = {"spr-a01": answer(), "spr-b17": answer(boot_id="2")}
+    assert node_changes(NODES, answers, differences) == []
+
+
+def test_every_kind_of_change_is_named_with_its_node():
+    answers = {
+        "spr-a01": answer(present=[RUN_DIR], processes=["1 a", "2 b", "3 c", "4 d"]),
+        "spr-b17": answer(boot_id="9"),
+    }
+    assert node_changes(NODES, answers, differences) == [
+        f"spr-a01: {RUN_DIR} is there already (the full path follows, resumes or refuses that run)",
+        "spr-a01: processes of an earlier run are running (1 a | 2 b | 3 c and 1 more)",
+        "spr-b17: boot_id differs",
+    ]
+
+
+def test_a_node_that_does_not_answer_is_named():
+    answers = {"spr-a01": answer(), "spr-b17": {"ok": False, "error": "rc 255: Connection refused"}}
+    assert node_changes(NODES, answers, differences) == ["spr-b17: the probe failed (rc 255: Connection refused)"]
+    assert node_changes(NODES, {"spr-a01": answer()}, differences) == ["spr-b17: the probe failed (no answer)"]
+
+
+def test_run_record_has_the_full_paths_shape():
+    static = {
+        "master": "spr-a01",
+        "nodes": [],
+        "layout": {},
+        "dialect": {},
+        "hostfile": "~/hosts",
+        "master_addr": "10.0.0.1",
+        "script": "qa_finetune",
+        "script_file": "/r/qa_finetune.py",
+        "script_args": ["--x"],
+        "data": "tiny",
+    }
+    job = {"rc": 0, "duration": 3.5, "job_failed": False, "attempts": [{"rc": 0}]}
+    metrics = {"train": {"epoch_seconds": [1.0]}, "world_size": 4}
+    record = run_record(
+        static,
+        RUN_ID,
+        RUN_DIR,
+        {"command": "mpirun", "argv": [], "env": {}, "genv": {}, "setvars": None, "script": "x"},
+        {"skipped": "same"},
+        None,
+        job,
+        metrics,
+    )
+    assert record["succeeded"] is True
+    assert record["launch"] == {
+        "command": "mpirun",
+        "argv": [],
+        "env": {},
+        "genv": {},
+        "setvars": None,
+        "hostfile": "~/hosts",
+        "master_addr": "10.0.0.1",
+    }
+    assert record["job"] == {
+        "rc": 0,
+        "seconds": 3.5,
+        "started": None,
+        "ended": None,
+        "last_progress": None,
+        "failure": None,
+    }
+    assert record["epoch_seconds"] == [1.0]
+    assert record["metrics"]["world_size"] == 4 and record["metrics"]["eval_after"] is None
+    assert record["smoke"] == {"skipped": "same"} and record["single_node"] is None
+    assert run_record(static, RUN_ID, RUN_DIR, {}, None, None, {}, None)["succeeded"] is False
