@@ -497,11 +497,17 @@ def run_probe(how: str, args, cwd, timeout: float = 120) -> subprocess.Completed
         copy = pathlib.Path(cwd) / "node_probe.py"
         shutil.copy(SOURCE, copy)
         return subprocess.run(
-            [sys.executable, str(copy), *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+            [sys.executable, str(copy), *args], capture_output=True, text=True, cwd=cwd, timeout=timeout, check=False
         )
     with open(SOURCE) as source:
         return subprocess.run(
-            [sys.executable, "-", *args], stdin=source, capture_output=True, text=True, cwd=cwd, timeout=timeout
+            [sys.executable, "-", *args],
+            stdin=source,
+            capture_output=True,
+            text=True,
+            cwd=cwd,
+            timeout=timeout,
+            check=False,
         )
 
 
