@@ -9,7 +9,9 @@ boot id, the time and the facts it published. On the next run the module reads t
 again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, younger
 than the maximum age, for the same inputs and with the same fingerprint.
 
-Standard library only, Python 3.8+ (this runs on the nodes); the reading of the node lives in the module.
+Standard library only, Python 3.8+ (this runs on the nodes); the reading of the node lives in the module. The
+package and virtualenv helpers live in module_utils.node_probe (the one-step launch's probe, shared with it) and
+are exported from here as before.
 """
 
 from __future__ import annotations
@@ -17,7 +19,41 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import (
+    ProbeError,
+    canonical_distribution,
+    package_query_argv,
+    parse_package_versions,
+    venv_distributions,
+)
+
+__all__ = [
+    "AMX_KEYS",
+    "PROBE_KEYS",
+    "STAMP_FORMAT",
+    "STAMP_KEYS",
+    "StampError",
+    "amx_fingerprint",
+    "build_stamp",
+    "canonical_distribution",
+    "canonical_json",
+    "check_probe",
+    "decide",
+    "fingerprint_changes",
+    "inputs_hash",
+    "package_query_argv",
+    "parse_boot_id",
+    "parse_package_versions",
+    "parse_stamp",
+    "same_record",
+    "sha256_text",
+    "stamp_digest",
+    "stamp_text",
+    "venv_distributions",
+    "version_from_galaxy",
+]
 
 STAMP_FORMAT = 1
 # The keys of a probe, and what each one names on the node.
@@ -36,8 +72,9 @@ AMX_KEYS = (
 STAMP_KEYS = ("format", "role", "inputs_hash", "probe", "fingerprint", "boot_id", "time", "facts", "node_facts")
 
 
-class StampError(ValueError):
-    """A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents."""
+# A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents. One class
+# with the probe's: the package helpers that node_probe holds raise it.
+StampError = ProbeError
 
 
 def canonical_json(value: Any) -> str:
@@ -89,58 +126,6 @@ def parse_boot_id(text: str) -> str:
     if not re.match(r"^[0-9a-fA-F-]{16,64}$", value):
         raise StampError("/proc/sys/kernel/random/boot_id does not hold a boot id")
     return value.lower()
-
-
-def package_query_argv(manager: str, binary: str, names: List[str]) -> List[str]:
-    """The one command that lists the versions of `names` (dpkg-query or rpm)."""
-    if manager == "dpkg":
-        return [binary, "-W", "-f=${Package}\t${db:Status-Abbrev}\t${Version}\n", "--", *names]
-    if manager == "rpm":
-        return [binary, "-q", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n", "--", *names]
-    raise StampError(f"unknown package manager '{manager}' (dpkg or rpm)")
-
-
-def parse_package_versions(manager: str, names: List[str], stdout: str) -> Dict[str, Optional[str]]:
-    """{name: version, or None when not installed} for every name asked, from the query's output.
-
-    dpkg-query: a line per known package (`ii ` is installed; `rc `, `un ` are not), nothing for an unknown one.
-    rpm: a line per installed package (several for several architectures, joined), "package X is not installed"
-    otherwise.
-    """
-    found: Dict[str, List[str]] = {}
-    for line in stdout.splitlines():
-        parts = line.split("\t")
-        if manager == "dpkg" and len(parts) == 3:
-            name, status, version = parts
-            if status.startswith("ii"):
-                found.setdefault(name, []).append(version)
-        elif manager == "rpm" and len(parts) == 2:
-            found.setdefault(parts[0], []).append(parts[1])
-    return {name: (",".join(sorted(found[name])) if name in found else None) for name in names}
-
-
-def canonical_distribution(name: str) -> str:
-    """A distribution name as pip compares it (PEP 503: lower case, runs of -_. as one -)."""
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def venv_distributions(folder_names: Iterable[str]) -> Dict[str, str]:
-    """{distribution: version} from the `NAME-VERSION.dist-info` folder names of a site-packages folder.
-
-    What pip installs leaves one such folder per distribution: an install, an upgrade or a removal changes the
-    names. Folders of another form are left out.
-    """
-    found: Dict[str, str] = {}
-    for folder in folder_names:
-        if not folder.endswith(".dist-info"):
-            continue
-        stem = folder[: -len(".dist-info")]
-        name, sep, version = stem.rpartition("-")
-        if not sep or not name or not version:
-            continue
-        key = canonical_distribution(name)
-        found[key] = version if key not in found else ",".join(sorted({found[key], version}))
-    return found
 
 
 def amx_fingerprint(cpu_facts: Mapping[str, Any]) -> Dict[str, Any]:

@@ -177,7 +177,6 @@ disk_free_bytes:
 """
 
 # Ansible modules import after their documentation (validate-modules checks it).
-import glob
 import hashlib
 import os
 import re
@@ -191,6 +190,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
     probe_amx,
 )
 from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import dist_info_names
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     StampError,
     amx_fingerprint,
@@ -239,11 +239,10 @@ def package_versions(module, names):
 
 
 def venv_state(path):
-    folders = [
-        os.path.basename(found)
-        for found in glob.glob(os.path.join(path, "lib", "python*", "site-packages", "*.dist-info"))
-    ]
-    return {"distributions": venv_distributions(folders), "pyvenv_cfg": file_state(os.path.join(path, "pyvenv.cfg"))}
+    return {
+        "distributions": venv_distributions(dist_info_names(path)),
+        "pyvenv_cfg": file_state(os.path.join(path, "pyvenv.cfg")),
+    }
 
 
 def read_allowed_cpus():

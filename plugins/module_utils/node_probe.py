@@ -1,0 +1,496 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The node probe: one self-contained file that reads the live state of a node, for the one-step launch.
+
+The master runs it on every worker over the cluster's SSH mesh, in one round trip per node:
+
+    ssh node1 python3 - SPEC_JSON < node_probe.py
+
+and reads one JSON line back: {"ok": true, "result": {...}} or {"ok": false, "error": "..."}. `probe(spec)` says
+what the node holds now (file hashes, folder listings, a virtualenv's distributions, package versions, paths that
+must be absent, leftover processes, free disk, the boot id and kernel); `fingerprint(result)` is the part that a
+recorded launch compares, and `differences(recorded, live)` says by name (never by content) what changed.
+
+Standard library only, Python 3.8+ (it runs on the nodes' system Python), and no import from the collection: the
+file is sent as it is. The package and virtualenv helpers that the node state stamp (module_utils.node_state)
+uses live here too, so that both read a node the same way.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+PROC = "/proc"
+C_LOCALE = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
+# The package query's program for each manager.
+PACKAGE_BINARIES = {"dpkg": "dpkg-query", "rpm": "rpm"}
+PACKAGE_QUERY_TIMEOUT = 120
+# The keys a spec may hold, and the parts of a result that a recorded launch compares.
+SPEC_KEYS = ("files", "trees", "venv", "packages", "absent", "processes", "disk")
+FINGERPRINT_KEYS = ("boot_id", "kernel", "files", "trees", "venv", "packages")
+# What a file or a folder that exists but cannot be read gives instead of its hash.
+UNREADABLE = "unreadable"
+CMDLINE_LIMIT = 300
+# How many distributions a sentence about a virtualenv names before it counts the rest.
+SHOWN_NAMES = 5
+
+
+class ProbeError(ValueError):
+    """A spec, or a query, that cannot be used; the message names the key that is wrong, never a file's contents.
+
+    module_utils.node_state knows it as StampError: the package helpers it takes from here raise it.
+    """
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Packages and virtualenvs (shared with module_utils.node_state)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def package_query_argv(manager: str, binary: str, names: List[str]) -> List[str]:
+    """The one command that lists the versions of `names` (dpkg-query or rpm)."""
+    if manager == "dpkg":
+        return [binary, "-W", "-f=${Package}\t${db:Status-Abbrev}\t${Version}\n", "--", *names]
+    if manager == "rpm":
+        return [binary, "-q", "--qf", "%{NAME}\t%{EPOCHNUM}:%{VERSION}-%{RELEASE}.%{ARCH}\n", "--", *names]
+    raise ProbeError(f"unknown package manager '{manager}' (dpkg or rpm)")
+
+
+def parse_package_versions(manager: str, names: List[str], stdout: str) -> Dict[str, Optional[str]]:
+    """{name: version, or None when not installed} for every name asked, from the query's output.
+
+    dpkg-query: a line per known package (`ii ` is installed; `rc `, `un ` are not), nothing for an unknown one.
+    rpm: a line per installed package (several for several architectures, joined), "package X is not installed"
+    otherwise.
+    """
+    found: Dict[str, List[str]] = {}
+    for line in stdout.splitlines():
+        parts = line.split("\t")
+        if manager == "dpkg" and len(parts) == 3:
+            name, status, version = parts
+            if status.startswith("ii"):
+                found.setdefault(name, []).append(version)
+        elif manager == "rpm" and len(parts) == 2:
+            found.setdefault(parts[0], []).append(parts[1])
+    return {name: (",".join(sorted(found[name])) if name in found else None) for name in names}
+
+
+def canonical_distribution(name: str) -> str:
+    """A distribution name as pip compares it (PEP 503: lower case, runs of -_. as one -)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def venv_distributions(folder_names: Iterable[str]) -> Dict[str, str]:
+    """{distribution: version} from the `NAME-VERSION.dist-info` folder names of a site-packages folder.
+
+    What pip installs leaves one such folder per distribution: an install, an upgrade or a removal changes the
+    names. Folders of another form are left out.
+    """
+    found: Dict[str, str] = {}
+    for folder in folder_names:
+        if not folder.endswith(".dist-info"):
+            continue
+        stem = folder[: -len(".dist-info")]
+        name, sep, version = stem.rpartition("-")
+        if not sep or not name or not version:
+            continue
+        key = canonical_distribution(name)
+        found[key] = version if key not in found else ",".join(sorted({found[key], version}))
+    return found
+
+
+def dist_info_names(venv: str) -> List[str]:
+    """The names of the `*.dist-info` folders in a virtualenv's lib/python*/site-packages, sorted."""
+    pattern = os.path.join(glob.escape(venv), "lib", "python*", "site-packages", "*.dist-info")
+    return sorted(os.path.basename(found) for found in glob.glob(pattern))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Reading the node
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def file_sha256(path: str) -> Optional[str]:
+    """The sha256 of a file's bytes (a symlink is followed), None when it is absent, "unreadable" otherwise.
+
+    Only a regular file is read: a folder, a FIFO or a device gives "unreadable" (a FIFO is opened without
+    blocking, so it cannot stop the probe).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:
+        return UNREADABLE
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return UNREADABLE
+        digest = hashlib.sha256()
+        for block in iter(lambda: os.read(fd, 1 << 20), b""):
+            digest.update(block)
+    except OSError:
+        return UNREADABLE
+    finally:
+        os.close(fd)
+    return digest.hexdigest()
+
+
+def tree_lines(top: str) -> List[str]:
+    """A line per entry beneath `top`: "relpath\\tsize\\tmtime_ns" for a regular file, "relpath\\t->target" for a
+    symlink (to a file or to a folder, which is not followed), "relpath\\tunreadable" for a folder that cannot be
+    listed. Other entries (FIFOs, sockets, devices) are left out."""
+    lines: List[str] = []
+
+    def unreadable(error: OSError) -> None:
+        if error.filename is not None:
+            lines.append(f"{os.path.relpath(error.filename, top)}\t{UNREADABLE}")
+
+    for folder, dirnames, filenames in os.walk(top, onerror=unreadable, followlinks=False):
+        for name in dirnames + filenames:
+            path = os.path.join(folder, name)
+            relpath = os.path.relpath(path, top)
+            try:
+                info = os.lstat(path)
+                if stat.S_ISLNK(info.st_mode):
+                    lines.append(f"{relpath}\t->{os.readlink(path)}")
+                elif stat.S_ISREG(info.st_mode):
+                    lines.append(f"{relpath}\t{info.st_size}\t{info.st_mtime_ns}")
+            except OSError:
+                # Gone between the listing and the look (a file being replaced): it counts as a change.
+                lines.append(f"{relpath}\t{UNREADABLE}")
+    return sorted(lines)
+
+
+def tree_sha256(top: str) -> Optional[str]:
+    """The sha256 over tree_lines(top), None when `top` is absent, "unreadable" when it is not a folder."""
+    if not os.path.lexists(top):
+        return None
+    if not os.path.isdir(top):
+        return UNREADABLE
+    digest = hashlib.sha256()
+    for line in tree_lines(top):
+        # Names that are not UTF-8 come from os.walk as surrogate escapes: hash their bytes as they are.
+        digest.update(line.encode("utf-8", "surrogateescape") + b"\n")
+    return digest.hexdigest()
+
+
+def venv_state(venv: str) -> Optional[Dict[str, Any]]:
+    """{"path", "pyvenv_cfg": sha256 or None, "distributions"} of a virtualenv; None when there is no folder."""
+    if not venv or not os.path.isdir(venv):
+        return None
+    return {
+        "path": venv,
+        "pyvenv_cfg": file_sha256(os.path.join(venv, "pyvenv.cfg")),
+        "distributions": venv_distributions(dist_info_names(venv)),
+    }
+
+
+def package_versions(manager: str, names: List[str]) -> Dict[str, Optional[str]]:
+    """{name: version or None} in one query; every name None when the manager's program is not on PATH."""
+    if not names:
+        return {}
+    binary = shutil.which(PACKAGE_BINARIES[manager])
+    if binary is None:
+        return {name: None for name in names}
+    argv = package_query_argv(manager, binary, names)
+    try:
+        done = subprocess.run(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, **C_LOCALE},
+            timeout=PACKAGE_QUERY_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise ProbeError(f"{PACKAGE_BINARIES[manager]} did not answer in {PACKAGE_QUERY_TIMEOUT} s") from None
+    except OSError as exc:
+        raise ProbeError(f"{PACKAGE_BINARIES[manager]} cannot be run ({type(exc).__name__})") from None
+    # Both exit non-zero when a name is not installed and still list the others: the output is what counts.
+    return parse_package_versions(manager, names, done.stdout.decode("utf-8", "replace"))
+
+
+def _parent_pid(pid: int) -> Optional[int]:
+    try:
+        with open(f"{PROC}/{pid}/stat", "rb") as handle:
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    # pid (comm) state ppid ...: comm may hold spaces and parentheses, so read after the last ")".
+    fields = text.rpartition(")")[2].split()
+    try:
+        return int(fields[1])
+    except (IndexError, ValueError):
+        return None
+
+
+def own_pids() -> List[int]:
+    """This process and its parents up to init: their command lines hold the spec, and so the pattern."""
+    chain: List[int] = []
+    pid: Optional[int] = os.getpid()
+    while pid and pid not in chain:
+        chain.append(pid)
+        pid = _parent_pid(pid)
+    return chain
+
+
+def _real_uid(pid: str) -> Optional[int]:
+    try:
+        with open(f"{PROC}/{pid}/status", "rb") as handle:
+            for line in handle:
+                if line.startswith(b"Uid:"):
+                    return int(line.split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+    return None
+
+
+def matching_processes(uid: int, pattern: str) -> List[str]:
+    """Sorted "PID CMDLINE" of the processes of real user `uid` whose command line holds `pattern`."""
+    skipped = {str(pid) for pid in own_pids()}
+    found: List[str] = []
+    try:
+        pids = [name for name in os.listdir(PROC) if name.isdigit()]
+    except OSError:
+        raise ProbeError(f"{PROC} cannot be listed: the process check needs Linux with /proc") from None
+    for pid in pids:
+        if pid in skipped or _real_uid(pid) != uid:
+            continue
+        try:
+            with open(f"{PROC}/{pid}/cmdline", "rb") as handle:
+                raw = handle.read()
+        except OSError:
+            continue  # gone since the listing
+        cmdline = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+        if pattern in cmdline:
+            found.append(f"{pid} {cmdline[:CMDLINE_LIMIT]}")
+    return sorted(found)
+
+
+def disk_free(path: str) -> Optional[int]:
+    """Bytes free for an unprivileged user on the file system of `path`, None when it is absent."""
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return None
+    return info.f_bavail * info.f_frsize
+
+
+def boot_id() -> str:
+    try:
+        with open(BOOT_ID) as handle:
+            return handle.read().strip()
+    except OSError:
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The spec, the probe and the comparison
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _paths(spec: Mapping[str, Any], key: str) -> List[str]:
+    value = spec.get(key, [])
+    if not isinstance(value, list):
+        raise ProbeError(f"spec.{key} must be a list of absolute paths, not {type(value).__name__}")
+    for item in value:
+        _absolute(item, key)
+    return list(value)
+
+
+def _absolute(value: Any, key: str) -> str:
+    if not isinstance(value, str):
+        raise ProbeError(f"spec.{key} must hold absolute paths, not {type(value).__name__}")
+    if not value.startswith("/"):
+        raise ProbeError(f"spec.{key}: '{value}' is not an absolute path")
+    return value
+
+
+def _subkeys(value: Any, key: str, known: Iterable[str]) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise ProbeError(f"spec.{key} must be a dict, not {type(value).__name__}")
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        raise ProbeError(f"unknown keys in spec.{key}: {', '.join(map(str, unknown))} (known: {', '.join(known)})")
+    return value
+
+
+def check_spec(spec: Any) -> Dict[str, Any]:
+    """The spec with every key (empty where not given), or ProbeError naming the key that is wrong."""
+    if not isinstance(spec, Mapping):
+        raise ProbeError(f"the spec must be a dict, not {type(spec).__name__}")
+    unknown = sorted(set(spec) - set(SPEC_KEYS))
+    if unknown:
+        raise ProbeError(f"unknown spec keys {', '.join(map(str, unknown))} (known: {', '.join(SPEC_KEYS)})")
+    checked: Dict[str, Any] = {key: _paths(spec, key) for key in ("files", "trees", "absent")}
+
+    venv = spec.get("venv", "")
+    checked["venv"] = venv if venv == "" else _absolute(venv, "venv")
+
+    packages = _subkeys(spec.get("packages", {}), "packages", ("manager", "names"))
+    names = packages.get("names", [])
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
+        raise ProbeError("spec.packages.names must be a list of package names")
+    manager = packages.get("manager")
+    if (names or manager is not None) and manager not in PACKAGE_BINARIES:
+        raise ProbeError(f"spec.packages.manager must be {' or '.join(PACKAGE_BINARIES)}, not {manager!r}")
+    checked["packages"] = {"manager": manager, "names": list(names)}
+
+    processes = spec.get("processes")
+    if processes is not None:
+        processes = _subkeys(processes, "processes", ("user", "pattern"))
+        user, pattern = processes.get("user"), processes.get("pattern")
+        if not isinstance(user, int) or isinstance(user, bool) or user < 0:
+            raise ProbeError(f"spec.processes.user must be a uid (a number), not {user!r}")
+        if not isinstance(pattern, str) or not pattern:
+            raise ProbeError("spec.processes.pattern must be a text that the command lines are searched for")
+        processes = {"user": user, "pattern": pattern}
+    checked["processes"] = processes
+
+    disk = spec.get("disk")
+    checked["disk"] = None if disk is None else _absolute(disk, "disk")
+    return checked
+
+
+def probe(spec: Mapping[str, Any]) -> Dict[str, Any]:
+    """The live state of this node for `spec` (see check_spec); every key of the result is always there."""
+    checked = check_spec(spec)
+    packages = checked["packages"]
+    processes = checked["processes"]
+    return {
+        "boot_id": boot_id(),
+        "kernel": os.uname().release,
+        "python": sys.version.split()[0],
+        "files": {path: file_sha256(path) for path in checked["files"]},
+        "trees": {path: tree_sha256(path) for path in checked["trees"]},
+        "venv": venv_state(checked["venv"]),
+        "packages": package_versions(packages["manager"], packages["names"]) if packages["names"] else {},
+        "present": sorted(path for path in set(checked["absent"]) if os.path.lexists(path)),
+        "processes": matching_processes(processes["user"], processes["pattern"]) if processes else [],
+        "disk_free": disk_free(checked["disk"]) if checked["disk"] else None,
+    }
+
+
+def fingerprint(result: Mapping[str, Any]) -> Dict[str, Any]:
+    """The part of a probe's result that a recorded launch compares (not what must be absent, the processes, the
+    free disk or the Python version: the launch checks those anew every time)."""
+    empty: Dict[str, Any] = {"boot_id": "", "kernel": "", "files": {}, "trees": {}, "venv": None, "packages": {}}
+    return {key: result.get(key, empty[key]) for key in FINGERPRINT_KEYS}
+
+
+def _path_changes(recorded: Mapping[str, Any], live: Mapping[str, Any], prefix: str) -> List[str]:
+    changes: List[str] = []
+    for path in sorted(set(recorded) | set(live)):
+        name = prefix + path
+        if path not in recorded:
+            changes.append(f"{name} was not probed when the launch was recorded")
+        elif path not in live:
+            changes.append(f"{name} is not probed now")
+        elif recorded[path] == live[path]:
+            continue
+        elif recorded[path] is None:
+            changes.append(f"{name} appeared")
+        elif live[path] is None:
+            changes.append(f"{name} is gone")
+        elif live[path] == UNREADABLE:
+            changes.append(f"{name} cannot be read now")
+        else:
+            changes.append(f"{name} changed")
+    return changes
+
+
+def _venv_changes(recorded: Any, live: Any) -> List[str]:
+    if recorded == live:
+        return []
+    path = (live or {}).get("path") or (recorded or {}).get("path")
+    name = f"the virtualenv {path}" if path else "the virtualenv"
+    if not recorded:
+        return [f"{name} appeared"]
+    if not live:
+        return [f"{name} is gone"]
+    changes: List[str] = []
+    if recorded.get("path") != live.get("path"):
+        changes.append(f"the virtualenv {recorded.get('path')} -> {live.get('path')}")
+    old, new = recorded.get("distributions") or {}, live.get("distributions") or {}
+    items = [f"added {key} {new[key]}" for key in sorted(set(new) - set(old))]
+    items += [f"removed {key} {old[key]}" for key in sorted(set(old) - set(new))]
+    items += [f"{key} {old[key]} -> {new[key]}" for key in sorted(set(old) & set(new)) if old[key] != new[key]]
+    if recorded.get("pyvenv_cfg") != live.get("pyvenv_cfg"):
+        items.append("pyvenv.cfg changed")
+    if items:
+        shown = items[:SHOWN_NAMES] + ([f"and {len(items) - SHOWN_NAMES} more"] if len(items) > SHOWN_NAMES else [])
+        changes.append(f"{name}: {'; '.join(shown)}")
+    return changes
+
+
+def _package_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
+    changes: List[str] = []
+    for package in sorted(set(recorded) | set(live)):
+        if package not in recorded:
+            changes.append(f"package {package} was not probed when the launch was recorded")
+        elif package not in live:
+            changes.append(f"package {package} is not probed now")
+        elif recorded[package] == live[package]:
+            continue
+        elif recorded[package] is None:
+            changes.append(f"package {package} is installed now ({live[package]})")
+        elif live[package] is None:
+            changes.append(f"package {package} is no longer installed (it was {recorded[package]})")
+        else:
+            changes.append(f"package {package} {recorded[package]} -> {live[package]}")
+    return changes
+
+
+def differences(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
+    """What differs between a recorded fingerprint and the live one, as sentences that name what changed (a
+    file, a folder, a distribution, a package) and never a file's contents; [] when they are the same."""
+    old, new = fingerprint(recorded), fingerprint(live)
+    changes: List[str] = []
+    if not new["boot_id"]:
+        # Without a boot id a reboot cannot be seen: never take that for "unchanged".
+        changes.append("the node's boot id cannot be read")
+    elif old["boot_id"] != new["boot_id"]:
+        changes.append("the node rebooted (another boot id)")
+    if old["kernel"] != new["kernel"]:
+        changes.append(f"the kernel ({old['kernel'] or 'unknown'} -> {new['kernel'] or 'unknown'})")
+    changes += _path_changes(old["files"] or {}, new["files"] or {}, "")
+    changes += _path_changes(old["trees"] or {}, new["trees"] or {}, "the tree ")
+    changes += _venv_changes(old["venv"], new["venv"])
+    changes += _package_changes(old["packages"] or {}, new["packages"] or {})
+    return changes
+
+
+def main(argv: List[str]) -> int:
+    """`python3 node_probe.py SPEC_JSON` (or `python3 - SPEC_JSON < node_probe.py`): one JSON line, exit 0."""
+    try:
+        if len(argv) != 1:
+            raise ProbeError(f"give the spec as one JSON argument, not {len(argv)} arguments")
+        try:
+            spec = json.loads(argv[0])
+        except ValueError as exc:
+            raise ProbeError(f"the spec is not JSON ({exc})") from None
+        answer: Dict[str, Any] = {"ok": True, "result": probe(spec)}
+    except ProbeError as exc:
+        answer = {"ok": False, "error": str(exc)}
+    except Exception as exc:  # the caller must read a reason, whatever went wrong
+        answer = {"ok": False, "error": f"the probe failed: {type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(answer, sort_keys=True) + "\n")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    # sys.exit's equivalent; ansible-test's pylint refuses a sys.exit call in module_utils.
+    raise SystemExit(main(sys.argv[1:]))
