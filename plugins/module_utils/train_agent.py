@@ -21,7 +21,9 @@ Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on st
             launcher output, rank logs and progress file move to ``<state>/attempts/N/`` first: nothing
             of it is lost. ``env`` adds variables (not secret ones) to the launcher's environment.
 ``status``  is the supervisor alive; the lines appended to the progress file and to the launcher's
-            output since the given offsets; the result once there is one.
+            output since the given offsets; the result once there is one. With ``wait`` (seconds) a long
+            poll: it answers as soon as there is something new (new lines, the result, the supervisor
+            gone), after ``wait`` seconds at the latest.
 ``final``   the result, the tail of the launcher's output and the results of the earlier attempts.
 ``scan``    the processes of the job on this node (pid, rank, command).
 ``sweep``   end every process of the job on this node (SIGTERM, then SIGKILL) and list what is left.
@@ -60,6 +62,8 @@ ATTEMPTS_VAR = "AMX_CLUSTER_ATTEMPTS_FILE"
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "RANK")
 MARKER = re.compile(r"\[(\d+)\] ")
 MAX_READ = 256 * 1024
+# How often a long poll (status with ``wait``) looks again.
+POLL_STEP = 0.2
 
 
 # ----------------------------------------------------------------------------- small helpers
@@ -493,12 +497,36 @@ def start(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> Dict
     return {"state": "started", "supervisor": read_json(files["supervisor"], {}), "result": read_json(files["result"])}
 
 
-def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
+def look(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """What is new since the caller's offsets: whether the supervisor is alive, its result, and the lines appended to
+    the progress file and to the launcher's output (``progress_offset``, ``log_offset``)."""
     files = paths(cfg)
     answer: Dict[str, Any] = {"alive": supervisor_alive(cfg), "result": read_json(files["result"]), "now": time.time()}
     if cfg.get("progress_file"):
         answer["progress"] = read_from(cfg["progress_file"], int(cfg.get("progress_offset") or 0))
     answer["log"] = read_from(files["log"], int(cfg.get("log_offset") or 0), limit=int(cfg.get("log_limit") or 65536))
+    return answer
+
+
+def something_new(cfg: Dict[str, Any], answer: Dict[str, Any]) -> bool:
+    """Whether an answer of ``look`` tells the caller anything: the run ended (a result, or no supervisor), or the
+    progress file or the log moved past the caller's offsets (new whole lines, or a file replaced or gone)."""
+    if answer["result"] is not None or not answer["alive"]:
+        return True
+    if "progress" in answer and answer["progress"]["offset"] != int(cfg.get("progress_offset") or 0):
+        return True
+    return answer["log"]["offset"] != int(cfg.get("log_offset") or 0)
+
+
+def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """``look`` at once, or with ``wait`` (seconds) a long poll: the first answer with something new, looking every
+    ``POLL_STEP`` seconds, and after ``wait`` seconds at the latest an answer with nothing new."""
+    wait = max(float(cfg.get("wait") or 0), 0.0)
+    deadline = time.monotonic() + wait
+    answer = look(cfg)
+    while wait and not something_new(cfg, answer) and time.monotonic() < deadline:
+        time.sleep(min(POLL_STEP, max(deadline - time.monotonic(), 0.0)))
+        answer = look(cfg)
     return answer
 
 

@@ -288,3 +288,112 @@ def test_a_timed_out_attempt_counts_as_failed():
     assert train_agent.failed({"rc": 0, "timed_out": True})
     assert train_agent.failed({"rc": None})
     assert not train_agent.failed({"rc": 0, "timed_out": False})
+
+
+# ----------------------------------------------------------------------------- status with wait: the long poll
+
+
+@pytest.fixture
+def watched(run):
+    """A run being watched: a real process stands for its supervisor (its command line names the agent, as the
+    supervisor's does), the launcher's output and the progress file hold a line each, and the caller is at their
+    ends."""
+    os.makedirs(run["state_dir"])
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))", "60", train_agent.AGENT_NAME]
+    )
+    with open(os.path.join(run["state_dir"], "supervisor.json"), "w") as handle:
+        json.dump({"pid": supervisor.pid, "started": time.time()}, handle)
+    log = os.path.join(run["state_dir"], "launcher.log")
+    with open(log, "w") as handle:
+        handle.write("[0] starting\n")
+    with open(run["progress_file"], "w") as handle:
+        handle.write('{"step": 1}\n')
+    cfg = dict(run, log_offset=len("[0] starting\n"), progress_offset=len('{"step": 1}\n'))
+    yield cfg, supervisor, log
+    supervisor.kill()
+    supervisor.wait()
+
+
+def later(seconds, command):
+    """A shell command run ``seconds`` from now, in the background."""
+    return subprocess.Popen(["/bin/sh", "-c", f"sleep {seconds}; {command}"])
+
+
+def timed_status(cfg):
+    started = time.monotonic()
+    answer = agent("status", cfg)
+    return answer, time.monotonic() - started
+
+
+def test_status_without_wait_answers_at_once_with_nothing_new(watched):
+    cfg, _supervisor, _log = watched
+    answer = agent("status", cfg)
+    assert answer["alive"] is True and answer["result"] is None
+    assert (answer["log"]["text"], answer["progress"]["text"]) == ("", "")
+
+
+def test_status_waits_until_the_log_grows(watched):
+    cfg, _supervisor, log = watched
+    writer = later(1, f"echo '[0] step 1' >> {log}")
+    answer, took = timed_status(dict(cfg, wait=60))
+    writer.wait()
+    assert answer["log"]["text"] == "[0] step 1\n"
+    assert answer["alive"] is True and answer["result"] is None
+    assert took < 45, "it answered when the line came, not at the end of the wait"
+
+
+def test_status_waits_until_the_progress_file_grows(watched):
+    cfg, _supervisor, _log = watched
+    writer = later(1, "echo '{\"step\": 2}' >> " + cfg["progress_file"])
+    answer, took = timed_status(dict(cfg, wait=60))
+    writer.wait()
+    assert answer["progress"]["text"] == '{"step": 2}\n'
+    assert took < 45
+
+
+def test_status_does_not_answer_for_half_a_line(watched):
+    cfg, _supervisor, log = watched
+    writer = later(0.5, f"printf '[0] still writ' >> {log}")
+    answer, took = timed_status(dict(cfg, wait=2))
+    writer.wait()
+    assert answer["log"]["text"] == "" and answer["log"]["offset"] == cfg["log_offset"]
+    assert took >= 1.9
+
+
+def test_status_waits_until_the_result_is_written(watched):
+    cfg, _supervisor, _log = watched
+    result = os.path.join(cfg["state_dir"], "result.json")
+    writer = later(1, f"echo '{{\"rc\": 0}}' > {result}.tmp && mv {result}.tmp {result}")
+    answer, took = timed_status(dict(cfg, wait=60))
+    writer.wait()
+    assert answer["result"] == {"rc": 0}
+    assert took < 45
+
+
+def test_status_waits_until_the_supervisor_is_gone(watched):
+    cfg, supervisor, _log = watched
+    killer = later(1, f"kill {supervisor.pid}")
+    answer, took = timed_status(dict(cfg, wait=60))
+    killer.wait()
+    assert answer["alive"] is False and answer["result"] is None
+    assert took < 45
+
+
+def test_status_answers_after_the_wait_when_nothing_is_new(watched):
+    cfg, _supervisor, _log = watched
+    started = time.monotonic()
+    answer = train_agent.status(dict(cfg, wait=1.5))
+    assert time.monotonic() - started >= 1.4
+    assert answer["alive"] is True and answer["result"] is None
+    assert answer["log"] == {"text": "", "offset": cfg["log_offset"], "skipped": 0, "exists": True}
+    assert answer["progress"]["offset"] == cfg["progress_offset"]
+
+
+def test_status_answers_at_once_when_something_is_new_already(watched):
+    cfg, _supervisor, _log = watched
+    # The caller has not read the first lines yet: nothing to wait for.
+    answer, took = timed_status(dict(cfg, log_offset=0, progress_offset=0, wait=60))
+    assert answer["log"]["text"] == "[0] starting\n"
+    assert answer["progress"]["text"] == '{"step": 1}\n'
+    assert took < 45
