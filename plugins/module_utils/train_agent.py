@@ -24,7 +24,8 @@ Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on st
             output since the given offsets; the result once there is one. With ``wait`` (seconds) a long
             poll: it answers as soon as there is something new (new lines, the result, the supervisor
             gone), after ``wait`` seconds at the latest.
-``final``   the result, the tail of the launcher's output and the results of the earlier attempts.
+``final``   the result, the tail of the launcher's output and the results of the earlier attempts; with
+            ``bundle`` (``{"skip": REGEX, "limit": BYTES}``), every file of the run folder as a tar.gz.
 ``scan``    the processes of the job on this node (pid, rank, command).
 ``sweep``   end every process of the job on this node (SIGTERM, then SIGKILL) and list what is left.
 
@@ -42,6 +43,7 @@ writes ``result.json``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -50,6 +52,8 @@ import shlex
 import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
@@ -530,13 +534,53 @@ def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return answer
 
 
+def bundle(run_dir: str, skip: str = "", limit: int = 0) -> Dict[str, Any]:
+    """Every regular file under ``run_dir`` (paths relative to it, sorted; those ``skip`` finds with ``re.search``
+    left out) as a tar.gz in base64 (``bundle``), or, when the archive is larger than ``limit`` bytes,
+    ``bundle_error`` saying how large it is."""
+    try:
+        pattern = re.compile(skip) if skip else None
+    except re.error as error:
+        return {"bundle_error": f"the bundle's skip pattern {skip!r} is not a regular expression: {error}"}
+    names = []
+    for folder, dirs, found in os.walk(run_dir):
+        dirs.sort()
+        for name in found:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, run_dir).replace(os.sep, "/")
+            if os.path.islink(path) or not os.path.isfile(path) or (pattern and pattern.search(relative)):
+                continue
+            names.append(relative)
+    with tempfile.TemporaryFile() as archive:
+        with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+            for relative in sorted(names):
+                try:
+                    tar.add(os.path.join(run_dir, relative), arcname=relative, recursive=False)
+                except FileNotFoundError:  # gone since the walk: nothing to keep
+                    continue
+                except OSError as error:
+                    return {"bundle_error": f"cannot read {relative} in {run_dir} for the bundle: {error.strerror}"}
+        size = archive.tell()
+        if limit and size > limit:
+            return {
+                "bundle_error": f"the bundle of {run_dir} ({len(names)} files) is {size} bytes as a tar.gz, more "
+                f"than its limit of {limit} bytes: raise the limit or leave more out with its skip pattern"
+            }
+        archive.seek(0)
+        return {"bundle": base64.b64encode(archive.read()).decode("ascii")}
+
+
 def final(cfg: Dict[str, Any]) -> Dict[str, Any]:
     files = paths(cfg)
-    return {
+    answer = {
         "result": read_json(files["result"]),
         "log_tail": tail(files["log"], int(cfg.get("log_limit") or MAX_READ)),
         "attempts": earlier_attempts(cfg),
     }
+    if isinstance(cfg.get("bundle"), dict):
+        options = cfg["bundle"]
+        answer.update(bundle(cfg["run_dir"], str(options.get("skip") or ""), int(options.get("limit") or 0)))
+    return answer
 
 
 def main(argv: List[str]) -> int:

@@ -3,11 +3,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The run agent of amx.cluster.train_job (module_utils/train_agent.py), on real processes of this machine."""
 
+import base64
 import hashlib
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import uuid
 
@@ -397,3 +400,88 @@ def test_status_answers_at_once_when_something_is_new_already(watched):
     assert answer["log"]["text"] == "[0] starting\n"
     assert answer["progress"]["text"] == '{"step": 1}\n'
     assert took < 45
+
+
+# ----------------------------------------------------------------------------- final with bundle
+
+
+def unpack(answer):
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(answer["bundle"])), mode="r:gz") as tar:
+        return {
+            member.name: tar.extractfile(member).read().decode() for member in tar.getmembers() if member.isfile()
+        }, [member.name for member in tar.getmembers()]
+
+
+@pytest.fixture
+def run_files(run):
+    """A finished run's folder: the agent, the job's state and logs, the model's output, a symlink."""
+    root = run["run_dir"]
+    files = {
+        "state/train_agent.py": "# the agent\n",
+        "state/__pycache__/train_agent.cpython-311.pyc": "bytes",
+        "state/job/result.json": '{"rc": 0}\n',
+        "state/job/launcher.log": "[0] done\n",
+        "logs/job/rank-0.log": "done\n",
+        "output/model.safetensors": "weights",
+        "output/checkpoint-2/optimizer.pt": "state",
+        "metrics.json": '{"eval_f1": 1.0}\n',
+        "launch.sh": "mpirun ...\n",
+        "report/output/plot.txt": "kept: output/ only at the top is left out\n",
+    }
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        with open(os.path.join(root, name), "w") as handle:
+            handle.write(text)
+    os.symlink("/etc/hostname", os.path.join(root, "link-to-elsewhere"))
+    return run, files
+
+
+DEFAULT_SKIP = r"^state/train_agent\.py$|(^|/)__pycache__/|^output/"
+
+
+def test_final_without_bundle_has_none(run_files):
+    run, _files = run_files
+    answer = agent("final", run)
+    assert "bundle" not in answer and "bundle_error" not in answer
+
+
+def test_final_bundles_every_file_of_the_run(run_files):
+    run, files = run_files
+    answer = agent("final", dict(run, bundle={}))
+    contents, names = unpack(answer)
+    assert names == sorted(files), "every regular file, sorted, relative to the run folder; no symlink"
+    assert contents == files
+    assert answer["result"] == {"rc": 0} and "bundle_error" not in answer
+
+
+def test_final_bundle_leaves_out_what_skip_finds(run_files):
+    run, files = run_files
+    contents, names = unpack(agent("final", dict(run, bundle={"skip": DEFAULT_SKIP, "limit": 1 << 20})))
+    assert names == [
+        "launch.sh",
+        "logs/job/rank-0.log",
+        "metrics.json",
+        "report/output/plot.txt",
+        "state/job/launcher.log",
+        "state/job/result.json",
+    ]
+    assert contents["metrics.json"] == files["metrics.json"]
+
+
+def test_final_bundle_over_its_limit_is_left_out_and_says_how_big_it_was(run_files):
+    run, _files = run_files
+    whole = len(base64.b64decode(agent("final", dict(run, bundle={}))["bundle"]))
+    answer = agent("final", dict(run, bundle={"limit": 100}))
+    assert "bundle" not in answer
+    assert answer["bundle_error"] == (
+        f"the bundle of {run['run_dir']} (10 files) is {whole} bytes as a tar.gz, more than its limit of 100 bytes: "
+        "raise the limit or leave more out with its skip pattern"
+    )
+    assert "bundle" in agent("final", dict(run, bundle={"limit": whole}))
+
+
+def test_final_bundle_with_a_bad_pattern_says_so(run_files):
+    run, _files = run_files
+    answer = agent("final", dict(run, bundle={"skip": "(unclosed"}))
+    assert "bundle" not in answer
+    assert answer["bundle_error"].startswith("the bundle's skip pattern '(unclosed' is not a regular expression")
