@@ -6,10 +6,11 @@
 The run is owned by an agent on the master (module_utils/train_agent.py, written into the run's state
 folder): a supervisor in a session of its own runs the script, enforces the time limit, notes which
 process is which rank on every node, and once the launcher is gone ends whatever is left of the run on
-every node. This plugin only starts it and watches it over the Ansible connection, every
-``poll_interval`` seconds, printing a progress line to stderr as the run goes (stdout belongs to the stdout
-callback: with the json callback it must stay one JSON document). A dropped connection does not stop
-the run: the same task with the same run folder attaches to it again.
+every node. This plugin only starts it and watches it over the Ansible connection, printing a progress
+line to stderr as the run goes (stdout belongs to the stdout callback: with the json callback it must stay
+one JSON document). It watches with a long poll (the agent answers when there is something new, after
+``long_poll`` seconds at the latest), or with ``long_poll`` 0 by a look every ``poll_interval`` seconds. A
+dropped connection does not stop the run: the same task with the same run folder attaches to it again.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 import os
 import shlex
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
@@ -56,6 +57,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "progress_file": {"type": "str"},
     "timeout": {"type": "int", "default": 0},
     "poll_interval": {"type": "float", "default": 5.0},
+    "long_poll": {"type": "float", "default": 20.0},
     "heartbeat": {"type": "int", "default": 60},
     "rerun": {"type": "bool", "default": False},
     "retry_failed": {"type": "bool", "default": False},
@@ -70,6 +72,22 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "connection_retries": {"type": "int", "default": 12},
     "output_lines": {"type": "int", "default": 200},
 }
+
+
+def next_look(
+    poll_interval: float, long_poll: float, heartbeat: int, waited: float, failures: int
+) -> Tuple[float, float]:
+    """How the loop takes its next look at the job: (seconds to sleep first, ``wait`` for the agent's status).
+
+    Without a long poll (``long_poll`` 0): sleep ``poll_interval`` (at most 1 s in the first 3 s of ``waited``),
+    then ask for an answer at once. With one: ask at once, and the agent answers when something is new, after
+    ``long_poll`` seconds at the latest, never later than ``heartbeat`` (when there is one) so that the heartbeat
+    line keeps its pace. A retry after a failed look (``failures``) keeps the pace of ``poll_interval`` either way.
+    """
+    pause = min(poll_interval, 1.0) if waited < 3 else poll_interval
+    if long_poll <= 0:
+        return pause, 0.0
+    return (pause if failures else 0.0), (min(long_poll, float(heartbeat)) if heartbeat > 0 else long_poll)
 
 
 class ActionModule(ActionBase):
@@ -131,6 +149,11 @@ class ActionModule(ActionBase):
         run_dir = args["run_dir"].rstrip("/")
         if not os.path.isabs(run_dir):
             raise AnsibleActionFail(f"run_dir must be an absolute path on {self._host}, got {run_dir!r}")
+        if args["long_poll"] < 0:
+            raise AnsibleActionFail(
+                f"long_poll for {self._host} must be 0 (a look every poll_interval seconds) or more seconds, "
+                f"got {args['long_poll']}"
+            )
         script = args["script"] if os.path.isabs(args["script"]) else os.path.join(run_dir, args["script"])
         state_dir = f"{run_dir}/state/{args['name']}"
         logs_dir = f"{run_dir}/logs/{args['name']}"
@@ -202,9 +225,14 @@ class ActionModule(ActionBase):
         ended: Optional[Dict[str, Any]] = begun.get("result") if state == "finished_before" else None
         started_wait = time.time()
         while ended is None:
-            time.sleep(min(args["poll_interval"], 1.0) if time.time() - started_wait < 3 else args["poll_interval"])
+            pause, wait = next_look(
+                args["poll_interval"], args["long_poll"], args["heartbeat"], time.time() - started_wait, failures
+            )
+            if pause:
+                time.sleep(pause)
             try:
-                status = self._agent("status", dict(cfg, **offsets))
+                # With a long poll the call lasts up to `wait` seconds: the agent answers when something is new.
+                status = self._agent("status", dict(cfg, **offsets, **({"wait": wait} if wait else {})))
                 failures = 0
             except (AnsibleConnectionFailure, AnsibleActionFail) as error:
                 failures += 1

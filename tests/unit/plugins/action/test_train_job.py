@@ -8,10 +8,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from ansible_collections.amx.cluster.plugins.action.train_job import next_look
 
 REPO = Path(__file__).resolve().parents[4]
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
@@ -30,7 +33,8 @@ PLAY = """
         nodes: "{{ cluster | default([{'alias': 'localhost', 'name': 'head'}]) }}"
         processes_per_node: 2
         progress_file: progress.jsonl
-        poll_interval: 0.5
+        poll_interval: "{{ poll | default(0.5) }}"
+        long_poll: "{{ long_poll | default(omit) }}"
         heartbeat: 2
         timeout: "{{ limit | default(60) }}"
         rerun: "{{ rerun | default(false) }}"
@@ -94,9 +98,10 @@ def write_job(run_dir, body=JOB, die=None):
 
 
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
-def test_a_job_runs_shows_progress_and_is_reported_once(run_dir):
+@pytest.mark.parametrize("extra", [[], ["long_poll=0"]], ids=["long-poll", "look-every-poll-interval"])
+def test_a_job_runs_shows_progress_and_is_reported_once(run_dir, extra):
     write_job(run_dir)
-    out, task, stdout = play(run_dir)
+    out, task, stdout = play(run_dir, *extra)
     assert "job [localhost] started " in out
     assert "job [localhost] step 4/4 (100%) | epoch 0.40 | loss 1.4000 | 8.0 samples/s | ETA 0:00:00" in out
     assert "job [localhost] finished in 0:00:0" in out
@@ -166,3 +171,37 @@ def test_progress_keeps_the_json_callback_output_one_document(run_dir):
     assert document["stats"]["localhost"]["failures"] == 0
     assert task["rc"] == 0
     assert "job [localhost] finished in 0:00:0" in out
+
+
+@pytest.mark.parametrize(
+    ("poll_interval", "long_poll", "heartbeat", "waited", "failures", "expected"),
+    [
+        # Without a long poll: today's loop, a sleep (1 s at most in the first 3 s), then an answer at once.
+        (5.0, 0.0, 60, 0.5, 0, (1.0, 0.0)),
+        (5.0, 0.0, 60, 10.0, 0, (5.0, 0.0)),
+        (0.5, 0.0, 60, 10.0, 0, (0.5, 0.0)),
+        # With one: no sleep; the agent holds the answer up to long_poll, never past the heartbeat.
+        (5.0, 20.0, 60, 0.5, 0, (0.0, 20.0)),
+        (5.0, 20.0, 60, 100.0, 0, (0.0, 20.0)),
+        (5.0, 20.0, 2, 100.0, 0, (0.0, 2.0)),
+        (5.0, 20.0, 0, 100.0, 0, (0.0, 20.0)),  # no heartbeat: no bound from it
+        # A retry after a failed look keeps the pace of poll_interval.
+        (5.0, 20.0, 60, 100.0, 1, (5.0, 20.0)),
+        (5.0, 20.0, 60, 1.0, 2, (1.0, 20.0)),
+    ],
+)
+def test_next_look(poll_interval, long_poll, heartbeat, waited, failures, expected):
+    assert next_look(poll_interval, long_poll, heartbeat, waited, failures) == expected
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_the_long_poll_follows_a_job_without_sleeping_between_looks(run_dir):
+    # A job that outlasts the loop's first 3 s of short sleeps; after them, the loop without a long poll would sleep
+    # poll_interval (120 s) before its next look. With the long poll the task ends when the job does.
+    write_job(run_dir, body="sleep 4\n" + JOB)
+    started = time.monotonic()
+    out, task, _stdout = play(run_dir, "poll=120")
+    took = time.monotonic() - started
+    assert task["rc"] == 0 and task["job_failed"] is False
+    assert "job [localhost] step 4/4 (100%)" in out
+    assert took < 100, f"the task took {took:.0f} s: it slept poll_interval between looks"
