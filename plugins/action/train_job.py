@@ -11,6 +11,7 @@ line to stderr as the run goes (stdout belongs to the stdout callback: with the 
 one JSON document). It watches with a long poll (the agent answers when there is something new, after
 ``long_poll`` seconds at the latest), or with ``long_poll`` 0 by a look every ``poll_interval`` seconds. A
 dropped connection does not stop the run: the same task with the same run folder attaches to it again.
+With ``bundle``, the last answer carries the run folder's files as a tar.gz (``bundle`` in the result).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -71,6 +73,9 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "secret_env": {"type": "dict", "default": {}, "no_log": True},
     "connection_retries": {"type": "int", "default": 12},
     "output_lines": {"type": "int", "default": 200},
+    "bundle": {"type": "bool", "default": False},
+    "bundle_skip": {"type": "str", "default": r"^state/train_agent\.py$|(^|/)__pycache__/|^output/"},
+    "bundle_limit": {"type": "int", "default": 64 * 1024 * 1024},
 }
 
 
@@ -154,6 +159,18 @@ class ActionModule(ActionBase):
                 f"long_poll for {self._host} must be 0 (a look every poll_interval seconds) or more seconds, "
                 f"got {args['long_poll']}"
             )
+        if args["bundle"]:
+            try:
+                re.compile(args["bundle_skip"])
+            except re.error as error:
+                raise AnsibleActionFail(
+                    f"bundle_skip for {self._host} is not a regular expression ({error}): give one that finds the "
+                    "run-folder-relative paths to leave out of the bundle, or an empty string for none"
+                ) from None
+            if args["bundle_limit"] <= 0:
+                raise AnsibleActionFail(
+                    f"bundle_limit for {self._host} must be a number of bytes above 0, got {args['bundle_limit']}"
+                )
         script = args["script"] if os.path.isabs(args["script"]) else os.path.join(run_dir, args["script"])
         state_dir = f"{run_dir}/state/{args['name']}"
         logs_dir = f"{run_dir}/logs/{args['name']}"
@@ -277,7 +294,10 @@ class ActionModule(ActionBase):
                     "error": f"the supervisor of the run is gone; see {state_dir}",
                 }
 
-        final = self._agent("final", dict(cfg, log_limit=256 * 1024))
+        final_cfg = dict(cfg, log_limit=256 * 1024)
+        if args["bundle"]:
+            final_cfg["bundle"] = {"skip": args["bundle_skip"], "limit": args["bundle_limit"]}
+        final = self._agent("final", final_cfg)
         outcome = final.get("result") or ended
         log_tail = final.get("log_tail", "")
         lines = [line for line in log_tail.replace("\r", "\n").splitlines() if line.strip()]
@@ -302,6 +322,8 @@ class ActionModule(ActionBase):
                 "attempts": train_agent.attempt_summary([*(final.get("attempts") or []), outcome]),
             }
         )
+        if args["bundle"]:
+            result.update({key: final[key] for key in ("bundle", "bundle_error") if key in final})
         result["job_failed"] = True
         stuck = {node: pids for node, pids in left.items() if isinstance(pids, list)}
         unchecked = {node: why for node, why in left.items() if not isinstance(why, list)}

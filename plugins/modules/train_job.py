@@ -140,6 +140,25 @@ options:
     description: How many of the last lines of the launcher's output to return.
     type: int
     default: 200
+  bundle:
+    description:
+      - Return every regular file of O(run_dir) (paths relative to it, sorted, without those O(bundle_skip) finds) as
+        a gzipped tar archive in RV(bundle), in the same answer as the job's result, for the controller to unpack.
+      - When the archive is larger than O(bundle_limit), RV(bundle_error) says how large it is instead.
+    type: bool
+    default: false
+  bundle_skip:
+    description:
+      - A Python regular expression; the files of O(run_dir) whose relative path it finds (C(re.search)) are left out
+        of the bundle. The default leaves out the agent, C(__pycache__) folders and C(output/) (the model and its
+        checkpoints).
+      - An empty string leaves nothing out.
+    type: str
+    default: '^state/train_agent\.py$|(^|/)__pycache__/|^output/'
+  bundle_limit:
+    description: The largest bundle in bytes (of the tar.gz, before base64); a larger one is not returned.
+    type: int
+    default: 67108864
 attributes:
   action:
     support: full
@@ -265,6 +284,15 @@ rank_lines:
   description: The last lines of each rank (C(rank-N)) and of the launcher itself (C(launcher)).
   returned: success, not in check mode
   type: dict
+bundle:
+  description:
+    - The files of O(run_dir) as a gzipped tar archive, in base64 (paths relative to O(run_dir)).
+  returned: when O(bundle) is set and the archive is within O(bundle_limit)
+  type: str
+bundle_error:
+  description: Why there is no RV(bundle) (its size and the limit, or a file that could not be read).
+  returned: when O(bundle) is set and the archive could not be returned
+  type: str
 failure:
   description:
     - What brought the job down. C(rank), C(host), C(alias), C(pid), C(how), C(evidence), C(lines) (the rank's last
