@@ -6,10 +6,12 @@
 The run is owned by an agent on the master (module_utils/train_agent.py, written into the run's state
 folder): a supervisor in a session of its own runs the script, enforces the time limit, notes which
 process is which rank on every node, and once the launcher is gone ends whatever is left of the run on
-every node. This plugin only starts it and watches it over the Ansible connection, every
-``poll_interval`` seconds, printing a progress line to stderr as the run goes (stdout belongs to the stdout
-callback: with the json callback it must stay one JSON document). A dropped connection does not stop
-the run: the same task with the same run folder attaches to it again.
+every node. This plugin only starts it and watches it over the Ansible connection, printing a progress
+line to stderr as the run goes (stdout belongs to the stdout callback: with the json callback it must stay
+one JSON document). It watches with a long poll (the agent answers when there is something new, after
+``long_poll`` seconds at the latest), or with ``long_poll`` 0 by a look every ``poll_interval`` seconds. A
+dropped connection does not stop the run: the same task with the same run folder attaches to it again.
+With ``bundle``, the last answer carries the run folder's files as a tar.gz (``bundle`` in the result).
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from ansible.errors import AnsibleActionFail, AnsibleConnectionFailure
 from ansible.plugins.action import ActionBase
@@ -56,6 +59,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "progress_file": {"type": "str"},
     "timeout": {"type": "int", "default": 0},
     "poll_interval": {"type": "float", "default": 5.0},
+    "long_poll": {"type": "float", "default": 20.0},
     "heartbeat": {"type": "int", "default": 60},
     "rerun": {"type": "bool", "default": False},
     "retry_failed": {"type": "bool", "default": False},
@@ -69,7 +73,26 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "secret_env": {"type": "dict", "default": {}, "no_log": True},
     "connection_retries": {"type": "int", "default": 12},
     "output_lines": {"type": "int", "default": 200},
+    "bundle": {"type": "bool", "default": False},
+    "bundle_skip": {"type": "str", "default": r"^state/train_agent\.py$|(^|/)__pycache__/|^output/"},
+    "bundle_limit": {"type": "int", "default": 64 * 1024 * 1024},
 }
+
+
+def next_look(
+    poll_interval: float, long_poll: float, heartbeat: int, waited: float, failures: int
+) -> Tuple[float, float]:
+    """How the loop takes its next look at the job: (seconds to sleep first, ``wait`` for the agent's status).
+
+    Without a long poll (``long_poll`` 0): sleep ``poll_interval`` (at most 1 s in the first 3 s of ``waited``),
+    then ask for an answer at once. With one: ask at once, and the agent answers when something is new, after
+    ``long_poll`` seconds at the latest, never later than ``heartbeat`` (when there is one) so that the heartbeat
+    line keeps its pace. A retry after a failed look (``failures``) keeps the pace of ``poll_interval`` either way.
+    """
+    pause = min(poll_interval, 1.0) if waited < 3 else poll_interval
+    if long_poll <= 0:
+        return pause, 0.0
+    return (pause if failures else 0.0), (min(long_poll, float(heartbeat)) if heartbeat > 0 else long_poll)
 
 
 class ActionModule(ActionBase):
@@ -131,6 +154,23 @@ class ActionModule(ActionBase):
         run_dir = args["run_dir"].rstrip("/")
         if not os.path.isabs(run_dir):
             raise AnsibleActionFail(f"run_dir must be an absolute path on {self._host}, got {run_dir!r}")
+        if args["long_poll"] < 0:
+            raise AnsibleActionFail(
+                f"long_poll for {self._host} must be 0 (a look every poll_interval seconds) or more seconds, "
+                f"got {args['long_poll']}"
+            )
+        if args["bundle"]:
+            try:
+                re.compile(args["bundle_skip"])
+            except re.error as error:
+                raise AnsibleActionFail(
+                    f"bundle_skip for {self._host} is not a regular expression ({error}): give one that finds the "
+                    "run-folder-relative paths to leave out of the bundle, or an empty string for none"
+                ) from None
+            if args["bundle_limit"] <= 0:
+                raise AnsibleActionFail(
+                    f"bundle_limit for {self._host} must be a number of bytes above 0, got {args['bundle_limit']}"
+                )
         script = args["script"] if os.path.isabs(args["script"]) else os.path.join(run_dir, args["script"])
         state_dir = f"{run_dir}/state/{args['name']}"
         logs_dir = f"{run_dir}/logs/{args['name']}"
@@ -202,9 +242,14 @@ class ActionModule(ActionBase):
         ended: Optional[Dict[str, Any]] = begun.get("result") if state == "finished_before" else None
         started_wait = time.time()
         while ended is None:
-            time.sleep(min(args["poll_interval"], 1.0) if time.time() - started_wait < 3 else args["poll_interval"])
+            pause, wait = next_look(
+                args["poll_interval"], args["long_poll"], args["heartbeat"], time.time() - started_wait, failures
+            )
+            if pause:
+                time.sleep(pause)
             try:
-                status = self._agent("status", dict(cfg, **offsets))
+                # With a long poll the call lasts up to `wait` seconds: the agent answers when something is new.
+                status = self._agent("status", dict(cfg, **offsets, **({"wait": wait} if wait else {})))
                 failures = 0
             except (AnsibleConnectionFailure, AnsibleActionFail) as error:
                 failures += 1
@@ -249,7 +294,10 @@ class ActionModule(ActionBase):
                     "error": f"the supervisor of the run is gone; see {state_dir}",
                 }
 
-        final = self._agent("final", dict(cfg, log_limit=256 * 1024))
+        final_cfg = dict(cfg, log_limit=256 * 1024)
+        if args["bundle"]:
+            final_cfg["bundle"] = {"skip": args["bundle_skip"], "limit": args["bundle_limit"]}
+        final = self._agent("final", final_cfg)
         outcome = final.get("result") or ended
         log_tail = final.get("log_tail", "")
         lines = [line for line in log_tail.replace("\r", "\n").splitlines() if line.strip()]
@@ -274,6 +322,8 @@ class ActionModule(ActionBase):
                 "attempts": train_agent.attempt_summary([*(final.get("attempts") or []), outcome]),
             }
         )
+        if args["bundle"]:
+            result.update({key: final[key] for key in ("bundle", "bundle_error") if key in final})
         result["job_failed"] = True
         stuck = {node: pids for node, pids in left.items() if isinstance(pids, list)}
         unchecked = {node: why for node, why in left.items() if not isinstance(why, list)}

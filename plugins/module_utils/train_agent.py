@@ -21,8 +21,11 @@ Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on st
             launcher output, rank logs and progress file move to ``<state>/attempts/N/`` first: nothing
             of it is lost. ``env`` adds variables (not secret ones) to the launcher's environment.
 ``status``  is the supervisor alive; the lines appended to the progress file and to the launcher's
-            output since the given offsets; the result once there is one.
-``final``   the result, the tail of the launcher's output and the results of the earlier attempts.
+            output since the given offsets; the result once there is one. With ``wait`` (seconds) a long
+            poll: it answers as soon as there is something new (new lines, the result, the supervisor
+            gone), after ``wait`` seconds at the latest.
+``final``   the result, the tail of the launcher's output and the results of the earlier attempts; with
+            ``bundle`` (``{"skip": REGEX, "limit": BYTES}``), every file of the run folder as a tar.gz.
 ``scan``    the processes of the job on this node (pid, rank, command).
 ``sweep``   end every process of the job on this node (SIGTERM, then SIGKILL) and list what is left.
 
@@ -40,6 +43,7 @@ writes ``result.json``.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -48,6 +52,8 @@ import shlex
 import signal
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from typing import Any, Dict, List, Optional
 
@@ -60,6 +66,8 @@ ATTEMPTS_VAR = "AMX_CLUSTER_ATTEMPTS_FILE"
 RANK_VARS = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "MV2_COMM_WORLD_RANK", "RANK")
 MARKER = re.compile(r"\[(\d+)\] ")
 MAX_READ = 256 * 1024
+# How often a long poll (status with ``wait``) looks again.
+POLL_STEP = 0.2
 
 
 # ----------------------------------------------------------------------------- small helpers
@@ -493,7 +501,9 @@ def start(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> Dict
     return {"state": "started", "supervisor": read_json(files["supervisor"], {}), "result": read_json(files["result"])}
 
 
-def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
+def look(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """What is new since the caller's offsets: whether the supervisor is alive, its result, and the lines appended to
+    the progress file and to the launcher's output (``progress_offset``, ``log_offset``)."""
     files = paths(cfg)
     answer: Dict[str, Any] = {"alive": supervisor_alive(cfg), "result": read_json(files["result"]), "now": time.time()}
     if cfg.get("progress_file"):
@@ -502,13 +512,75 @@ def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
     return answer
 
 
+def something_new(cfg: Dict[str, Any], answer: Dict[str, Any]) -> bool:
+    """Whether an answer of ``look`` tells the caller anything: the run ended (a result, or no supervisor), or the
+    progress file or the log moved past the caller's offsets (new whole lines, or a file replaced or gone)."""
+    if answer["result"] is not None or not answer["alive"]:
+        return True
+    if "progress" in answer and answer["progress"]["offset"] != int(cfg.get("progress_offset") or 0):
+        return True
+    return answer["log"]["offset"] != int(cfg.get("log_offset") or 0)
+
+
+def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """``look`` at once, or with ``wait`` (seconds) a long poll: the first answer with something new, looking every
+    ``POLL_STEP`` seconds, and after ``wait`` seconds at the latest an answer with nothing new."""
+    wait = max(float(cfg.get("wait") or 0), 0.0)
+    deadline = time.monotonic() + wait
+    answer = look(cfg)
+    while wait and not something_new(cfg, answer) and time.monotonic() < deadline:
+        time.sleep(min(POLL_STEP, max(deadline - time.monotonic(), 0.0)))
+        answer = look(cfg)
+    return answer
+
+
+def bundle(run_dir: str, skip: str = "", limit: int = 0) -> Dict[str, Any]:
+    """Every regular file under ``run_dir`` (paths relative to it, sorted; those ``skip`` finds with ``re.search``
+    left out) as a tar.gz in base64 (``bundle``), or, when the archive is larger than ``limit`` bytes,
+    ``bundle_error`` saying how large it is."""
+    try:
+        pattern = re.compile(skip) if skip else None
+    except re.error as error:
+        return {"bundle_error": f"the bundle's skip pattern {skip!r} is not a regular expression: {error}"}
+    names = []
+    for folder, dirs, found in os.walk(run_dir):
+        dirs.sort()
+        for name in found:
+            path = os.path.join(folder, name)
+            relative = os.path.relpath(path, run_dir).replace(os.sep, "/")
+            if os.path.islink(path) or not os.path.isfile(path) or (pattern and pattern.search(relative)):
+                continue
+            names.append(relative)
+    with tempfile.TemporaryFile() as archive:
+        with tarfile.open(fileobj=archive, mode="w:gz") as tar:
+            for relative in sorted(names):
+                try:
+                    tar.add(os.path.join(run_dir, relative), arcname=relative, recursive=False)
+                except FileNotFoundError:  # gone since the walk: nothing to keep
+                    continue
+                except OSError as error:
+                    return {"bundle_error": f"cannot read {relative} in {run_dir} for the bundle: {error.strerror}"}
+        size = archive.tell()
+        if limit and size > limit:
+            return {
+                "bundle_error": f"the bundle of {run_dir} ({len(names)} files) is {size} bytes as a tar.gz, more "
+                f"than its limit of {limit} bytes: raise the limit or leave more out with its skip pattern"
+            }
+        archive.seek(0)
+        return {"bundle": base64.b64encode(archive.read()).decode("ascii")}
+
+
 def final(cfg: Dict[str, Any]) -> Dict[str, Any]:
     files = paths(cfg)
-    return {
+    answer = {
         "result": read_json(files["result"]),
         "log_tail": tail(files["log"], int(cfg.get("log_limit") or MAX_READ)),
         "attempts": earlier_attempts(cfg),
     }
+    if isinstance(cfg.get("bundle"), dict):
+        options = cfg["bundle"]
+        answer.update(bundle(cfg["run_dir"], str(options.get("skip") or ""), int(options.get("limit") or 0)))
+    return answer
 
 
 def main(argv: List[str]) -> int:

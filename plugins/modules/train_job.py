@@ -15,10 +15,12 @@ description:
     the task runs on, detached from the Ansible connection. A supervisor in a session of its own runs it, so a dropped
     SSH connection or an interrupted play leaves the run going. The same task again (same O(run_dir) and O(name))
     attaches to a run that is still going, and reports one that has ended unless O(rerun) is set.
-  - While the run goes, the task looks at it every O(poll_interval) seconds and prints a line on the controller's
-    standard error for each new record of O(progress_file) (JSON lines with step, total_steps, epoch, loss,
-    samples_per_second, eta_seconds), or, without one, for the progress the Trainer's console output shows. Standard
-    output stays the stdout callback's, so with the C(json) callback it is one JSON document.
+  - While the run goes, the task follows it with a long poll (the agent on the host answers as soon as there is
+    something new, after O(long_poll) seconds at the latest), or with O(long_poll=0) by a look every O(poll_interval)
+    seconds, and prints a line on the controller's standard error for each new record of O(progress_file) (JSON
+    lines with step, total_steps, epoch, loss, samples_per_second, eta_seconds), or, without one, for the progress the
+    Trainer's console output shows. Standard output stays the stdout callback's, so with the C(json) callback it is
+    one JSON document.
   - The supervisor enforces O(timeout) even if the controller goes away. When the launcher has ended, it ends whatever
     is left of the job on every node (the launcher's process group on this host, and every process whose environment
     holds C(AMX_CLUSTER_JOB=<run_id>/<name>) here and on each worker, reached through the cluster's SSH mesh), and
@@ -79,9 +81,20 @@ options:
     type: int
     default: 0
   poll_interval:
-    description: Seconds between looks at the job.
+    description:
+      - Seconds between looks at the job when O(long_poll=0).
+      - With a long poll, the pause before a look again after one that failed (O(connection_retries)).
     type: float
     default: 5.0
+  long_poll:
+    description:
+      - Seconds the agent on the host may hold each answer while there is nothing new (new progress records or output,
+        the job's end); it answers as soon as there is. No pause between looks, so progress shows as it comes.
+      - At most O(heartbeat) seconds when O(heartbeat) is set, so the "running" lines keep their pace; each look is
+        one command over the connection that lasts that long when the job is quiet.
+      - V(0) looks every O(poll_interval) seconds instead, each answer at once.
+    type: float
+    default: 20.0
   heartbeat:
     description: Seconds without new progress after which a "running" line is printed (0 for never).
     type: int
@@ -127,6 +140,25 @@ options:
     description: How many of the last lines of the launcher's output to return.
     type: int
     default: 200
+  bundle:
+    description:
+      - Return every regular file of O(run_dir) (paths relative to it, sorted, without those O(bundle_skip) finds) as
+        a gzipped tar archive in RV(bundle), in the same answer as the job's result, for the controller to unpack.
+      - When the archive is larger than O(bundle_limit), RV(bundle_error) says how large it is instead.
+    type: bool
+    default: false
+  bundle_skip:
+    description:
+      - A Python regular expression; the files of O(run_dir) whose relative path it finds (C(re.search)) are left out
+        of the bundle. The default leaves out the agent, C(__pycache__) folders and C(output/) (the model and its
+        checkpoints).
+      - An empty string leaves nothing out.
+    type: str
+    default: '^state/train_agent\.py$|(^|/)__pycache__/|^output/'
+  bundle_limit:
+    description: The largest bundle in bytes (of the tar.gz, before base64); a larger one is not returned.
+    type: int
+    default: 67108864
 attributes:
   action:
     support: full
@@ -252,6 +284,15 @@ rank_lines:
   description: The last lines of each rank (C(rank-N)) and of the launcher itself (C(launcher)).
   returned: success, not in check mode
   type: dict
+bundle:
+  description:
+    - The files of O(run_dir) as a gzipped tar archive, in base64 (paths relative to O(run_dir)).
+  returned: when O(bundle) is set and the archive is within O(bundle_limit)
+  type: str
+bundle_error:
+  description: Why there is no RV(bundle) (its size and the limit, or a file that could not be read).
+  returned: when O(bundle) is set and the archive could not be returned
+  type: str
 failure:
   description:
     - What brought the job down. C(rank), C(host), C(alias), C(pid), C(how), C(evidence), C(lines) (the rank's last

@@ -3,15 +3,21 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The amx.cluster.train_job action plugin, run by ansible-playbook against this machine on small bash jobs."""
 
+import base64
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from ansible_collections.amx.cluster.plugins.action.train_job import next_look
 
 REPO = Path(__file__).resolve().parents[4]
 PLAYBOOK = Path(sys.executable).parent / "ansible-playbook"
@@ -30,11 +36,15 @@ PLAY = """
         nodes: "{{ cluster | default([{'alias': 'localhost', 'name': 'head'}]) }}"
         processes_per_node: 2
         progress_file: progress.jsonl
-        poll_interval: 0.5
+        poll_interval: "{{ poll | default(0.5) }}"
+        long_poll: "{{ long_poll | default(omit) }}"
         heartbeat: 2
         timeout: "{{ limit | default(60) }}"
         rerun: "{{ rerun | default(false) }}"
         hint: Look at the network.
+        bundle: "{{ bundle | default(false) }}"
+        bundle_limit: "{{ bundle_limit | default(omit) }}"
+        bundle_skip: "{{ bundle_skip | default(omit) }}"
       register: job
       failed_when: false
 
@@ -62,8 +72,10 @@ done
 """
 
 
-def play(run_dir, *extra, check=False, callback=None):
-    """Run the play; returns (stderr, where the progress lines go; the task's result; stdout)."""
+def play(run_dir, *extra, check=False, callback=None, fails=False):
+    """Run the play; returns (stderr, where the progress lines go; the task's result; stdout).
+
+    With ``fails``, the play must fail (an error raised before the job starts, which failed_when does not cover)."""
     playbook = run_dir.parent / "play.yml"
     playbook.write_text(PLAY)
     env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_FORCE_COLOR="0")
@@ -76,7 +88,7 @@ def play(run_dir, *extra, check=False, callback=None):
     if check:
         argv.append("--check")
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    assert (done.returncode != 0) if fails else (done.returncode == 0), done.stdout + done.stderr
     task = json.loads((run_dir / "task.json").read_text()) if (run_dir / "task.json").exists() else None
     return done.stderr, task, done.stdout
 
@@ -94,9 +106,10 @@ def write_job(run_dir, body=JOB, die=None):
 
 
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
-def test_a_job_runs_shows_progress_and_is_reported_once(run_dir):
+@pytest.mark.parametrize("extra", [[], ["long_poll=0"]], ids=["long-poll", "look-every-poll-interval"])
+def test_a_job_runs_shows_progress_and_is_reported_once(run_dir, extra):
     write_job(run_dir)
-    out, task, stdout = play(run_dir)
+    out, task, stdout = play(run_dir, *extra)
     assert "job [localhost] started " in out
     assert "job [localhost] step 4/4 (100%) | epoch 0.40 | loss 1.4000 | 8.0 samples/s | ETA 0:00:00" in out
     assert "job [localhost] finished in 0:00:0" in out
@@ -166,3 +179,93 @@ def test_progress_keeps_the_json_callback_output_one_document(run_dir):
     assert document["stats"]["localhost"]["failures"] == 0
     assert task["rc"] == 0
     assert "job [localhost] finished in 0:00:0" in out
+
+
+@pytest.mark.parametrize(
+    ("poll_interval", "long_poll", "heartbeat", "waited", "failures", "expected"),
+    [
+        # Without a long poll: today's loop, a sleep (1 s at most in the first 3 s), then an answer at once.
+        (5.0, 0.0, 60, 0.5, 0, (1.0, 0.0)),
+        (5.0, 0.0, 60, 10.0, 0, (5.0, 0.0)),
+        (0.5, 0.0, 60, 10.0, 0, (0.5, 0.0)),
+        # With one: no sleep; the agent holds the answer up to long_poll, never past the heartbeat.
+        (5.0, 20.0, 60, 0.5, 0, (0.0, 20.0)),
+        (5.0, 20.0, 60, 100.0, 0, (0.0, 20.0)),
+        (5.0, 20.0, 2, 100.0, 0, (0.0, 2.0)),
+        (5.0, 20.0, 0, 100.0, 0, (0.0, 20.0)),  # no heartbeat: no bound from it
+        # A retry after a failed look keeps the pace of poll_interval.
+        (5.0, 20.0, 60, 100.0, 1, (5.0, 20.0)),
+        (5.0, 20.0, 60, 1.0, 2, (1.0, 20.0)),
+    ],
+)
+def test_next_look(poll_interval, long_poll, heartbeat, waited, failures, expected):
+    assert next_look(poll_interval, long_poll, heartbeat, waited, failures) == expected
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_the_long_poll_follows_a_job_without_sleeping_between_looks(run_dir):
+    # A job that outlasts the loop's first 3 s of short sleeps; after them, the loop without a long poll would sleep
+    # poll_interval (120 s) before its next look. With the long poll the task ends when the job does.
+    write_job(run_dir, body="sleep 4\n" + JOB)
+    started = time.monotonic()
+    out, task, _stdout = play(run_dir, "poll=120")
+    took = time.monotonic() - started
+    assert task["rc"] == 0 and task["job_failed"] is False
+    assert "job [localhost] step 4/4 (100%)" in out
+    assert took < 100, f"the task took {took:.0f} s: it slept poll_interval between looks"
+
+
+def unpack(bundle):
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(bundle)), mode="r:gz") as tar:
+        return {member.name: tar.extractfile(member).read() for member in tar.getmembers()}
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_the_bundle_comes_back_with_the_result_when_asked(run_dir):
+    write_job(run_dir)
+    (run_dir / "output").mkdir()
+    (run_dir / "output" / "model.bin").write_bytes(b"weights")
+    task = play(run_dir, "bundle=true")[1]
+    assert task["rc"] == 0 and "bundle_error" not in task
+    files = unpack(task["bundle"])
+    assert sorted(files) == [
+        "launch.sh",
+        "logs/job/rank-0.log",
+        "progress.jsonl",
+        "state/job/attempts.json",
+        "state/job/launcher.log",
+        "state/job/result.json",
+        "state/job/supervisor.json",
+    ]
+    assert files["logs/job/rank-0.log"].decode().splitlines()[-1] == "step 4"
+    assert json.loads(files["state/job/result.json"])["rc"] == 0
+
+    # Over its limit: no bundle, and why.
+    too_big = play(run_dir, "bundle=true", "bundle_limit=64", "rerun=true")[1]
+    assert "bundle" not in too_big
+    # The first run's task.json is in the folder now.
+    assert too_big["bundle_error"].startswith(f"the bundle of {run_dir} (8 files) is ")
+    assert too_big["bundle_error"].endswith(
+        " bytes as a tar.gz, more than its limit of 64 bytes: raise the limit or leave more out with its skip pattern"
+    )
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_no_bundle_unless_asked(run_dir):
+    write_job(run_dir, body="echo '[0] done'\n")
+    task = play(run_dir)[1]
+    assert task["rc"] == 0
+    assert "bundle" not in task and "bundle_error" not in task
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_a_bad_bundle_pattern_is_refused_before_anything_starts(run_dir):
+    write_job(run_dir)
+    out, task, stdout = play(run_dir, "bundle=true", "bundle_skip=(unclosed", fails=True)
+    assert task is None
+    assert (
+        "bundle_skip for localhost is not a regular expression (missing ), unterminated subpattern at position 0): "
+        "give one that finds the run-folder-relative paths to leave out of the bundle, or an empty string for none"
+    ) in " ".join((out + stdout).split())
+    assert not (run_dir / "state").exists()
+    assert not (run_dir / "progress.jsonl").exists()

@@ -3,11 +3,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The run agent of amx.cluster.train_job (module_utils/train_agent.py), on real processes of this machine."""
 
+import base64
 import hashlib
+import io
 import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import uuid
 
@@ -288,3 +291,197 @@ def test_a_timed_out_attempt_counts_as_failed():
     assert train_agent.failed({"rc": 0, "timed_out": True})
     assert train_agent.failed({"rc": None})
     assert not train_agent.failed({"rc": 0, "timed_out": False})
+
+
+# ----------------------------------------------------------------------------- status with wait: the long poll
+
+
+@pytest.fixture
+def watched(run):
+    """A run being watched: a real process stands for its supervisor (its command line names the agent, as the
+    supervisor's does), the launcher's output and the progress file hold a line each, and the caller is at their
+    ends."""
+    os.makedirs(run["state_dir"])
+    supervisor = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))", "60", train_agent.AGENT_NAME]
+    )
+    with open(os.path.join(run["state_dir"], "supervisor.json"), "w") as handle:
+        json.dump({"pid": supervisor.pid, "started": time.time()}, handle)
+    log = os.path.join(run["state_dir"], "launcher.log")
+    with open(log, "w") as handle:
+        handle.write("[0] starting\n")
+    with open(run["progress_file"], "w") as handle:
+        handle.write('{"step": 1}\n')
+    cfg = dict(run, log_offset=len("[0] starting\n"), progress_offset=len('{"step": 1}\n'))
+    yield cfg, supervisor, log
+    supervisor.kill()
+    supervisor.wait()
+
+
+def later(seconds, command):
+    """A shell command run ``seconds`` from now, in the background."""
+    return subprocess.Popen(["/bin/sh", "-c", f"sleep {seconds}; {command}"])
+
+
+def timed_status(cfg):
+    started = time.monotonic()
+    answer = agent("status", cfg)
+    return answer, time.monotonic() - started
+
+
+def test_status_without_wait_answers_at_once_with_nothing_new(watched):
+    cfg, _supervisor, _log = watched
+    answer = agent("status", cfg)
+    assert answer["alive"] is True and answer["result"] is None
+    assert (answer["log"]["text"], answer["progress"]["text"]) == ("", "")
+
+
+def test_status_waits_until_the_log_grows(watched):
+    cfg, _supervisor, log = watched
+    writer = later(1, f"echo '[0] step 1' >> {log}")
+    answer, took = timed_status(dict(cfg, wait=60))
+    writer.wait()
+    assert answer["log"]["text"] == "[0] step 1\n"
+    assert answer["alive"] is True and answer["result"] is None
+    assert took < 45, "it answered when the line came, not at the end of the wait"
+
+
+def test_status_waits_until_the_progress_file_grows(watched):
+    cfg, _supervisor, _log = watched
+    writer = later(1, "echo '{\"step\": 2}' >> " + cfg["progress_file"])
+    answer, took = timed_status(dict(cfg, wait=60))
+    writer.wait()
+    assert answer["progress"]["text"] == '{"step": 2}\n'
+    assert took < 45
+
+
+def test_status_does_not_answer_for_half_a_line(watched):
+    cfg, _supervisor, log = watched
+    writer = later(0.5, f"printf '[0] still writ' >> {log}")
+    answer, took = timed_status(dict(cfg, wait=2))
+    writer.wait()
+    assert answer["log"]["text"] == "" and answer["log"]["offset"] == cfg["log_offset"]
+    assert took >= 1.9
+
+
+def test_status_waits_until_the_result_is_written(watched):
+    cfg, _supervisor, _log = watched
+    result = os.path.join(cfg["state_dir"], "result.json")
+    writer = later(1, f"echo '{{\"rc\": 0}}' > {result}.tmp && mv {result}.tmp {result}")
+    answer, took = timed_status(dict(cfg, wait=60))
+    writer.wait()
+    assert answer["result"] == {"rc": 0}
+    assert took < 45
+
+
+def test_status_waits_until_the_supervisor_is_gone(watched):
+    cfg, supervisor, _log = watched
+    killer = later(1, f"kill {supervisor.pid}")
+    answer, took = timed_status(dict(cfg, wait=60))
+    killer.wait()
+    assert answer["alive"] is False and answer["result"] is None
+    assert took < 45
+
+
+def test_status_answers_after_the_wait_when_nothing_is_new(watched):
+    cfg, _supervisor, _log = watched
+    started = time.monotonic()
+    answer = train_agent.status(dict(cfg, wait=1.5))
+    assert time.monotonic() - started >= 1.4
+    assert answer["alive"] is True and answer["result"] is None
+    assert answer["log"] == {"text": "", "offset": cfg["log_offset"], "skipped": 0, "exists": True}
+    assert answer["progress"]["offset"] == cfg["progress_offset"]
+
+
+def test_status_answers_at_once_when_something_is_new_already(watched):
+    cfg, _supervisor, _log = watched
+    # The caller has not read the first lines yet: nothing to wait for.
+    answer, took = timed_status(dict(cfg, log_offset=0, progress_offset=0, wait=60))
+    assert answer["log"]["text"] == "[0] starting\n"
+    assert answer["progress"]["text"] == '{"step": 1}\n'
+    assert took < 45
+
+
+# ----------------------------------------------------------------------------- final with bundle
+
+
+def unpack(answer):
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(answer["bundle"])), mode="r:gz") as tar:
+        return {
+            member.name: tar.extractfile(member).read().decode() for member in tar.getmembers() if member.isfile()
+        }, [member.name for member in tar.getmembers()]
+
+
+@pytest.fixture
+def run_files(run):
+    """A finished run's folder: the agent, the job's state and logs, the model's output, a symlink."""
+    root = run["run_dir"]
+    files = {
+        "state/train_agent.py": "# the agent\n",
+        "state/__pycache__/train_agent.cpython-311.pyc": "bytes",
+        "state/job/result.json": '{"rc": 0}\n',
+        "state/job/launcher.log": "[0] done\n",
+        "logs/job/rank-0.log": "done\n",
+        "output/model.safetensors": "weights",
+        "output/checkpoint-2/optimizer.pt": "state",
+        "metrics.json": '{"eval_f1": 1.0}\n',
+        "launch.sh": "mpirun ...\n",
+        "report/output/plot.txt": "kept: output/ only at the top is left out\n",
+    }
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        with open(os.path.join(root, name), "w") as handle:
+            handle.write(text)
+    os.symlink("/etc/hostname", os.path.join(root, "link-to-elsewhere"))
+    return run, files
+
+
+DEFAULT_SKIP = r"^state/train_agent\.py$|(^|/)__pycache__/|^output/"
+
+
+def test_final_without_bundle_has_none(run_files):
+    run, _files = run_files
+    answer = agent("final", run)
+    assert "bundle" not in answer and "bundle_error" not in answer
+
+
+def test_final_bundles_every_file_of_the_run(run_files):
+    run, files = run_files
+    answer = agent("final", dict(run, bundle={}))
+    contents, names = unpack(answer)
+    assert names == sorted(files), "every regular file, sorted, relative to the run folder; no symlink"
+    assert contents == files
+    assert answer["result"] == {"rc": 0} and "bundle_error" not in answer
+
+
+def test_final_bundle_leaves_out_what_skip_finds(run_files):
+    run, files = run_files
+    contents, names = unpack(agent("final", dict(run, bundle={"skip": DEFAULT_SKIP, "limit": 1 << 20})))
+    assert names == [
+        "launch.sh",
+        "logs/job/rank-0.log",
+        "metrics.json",
+        "report/output/plot.txt",
+        "state/job/launcher.log",
+        "state/job/result.json",
+    ]
+    assert contents["metrics.json"] == files["metrics.json"]
+
+
+def test_final_bundle_over_its_limit_is_left_out_and_says_how_big_it_was(run_files):
+    run, _files = run_files
+    whole = len(base64.b64decode(agent("final", dict(run, bundle={}))["bundle"]))
+    answer = agent("final", dict(run, bundle={"limit": 100}))
+    assert "bundle" not in answer
+    assert answer["bundle_error"] == (
+        f"the bundle of {run['run_dir']} (10 files) is {whole} bytes as a tar.gz, more than its limit of 100 bytes: "
+        "raise the limit or leave more out with its skip pattern"
+    )
+    assert "bundle" in agent("final", dict(run, bundle={"limit": whole}))
+
+
+def test_final_bundle_with_a_bad_pattern_says_so(run_files):
+    run, _files = run_files
+    answer = agent("final", dict(run, bundle={"skip": "(unclosed"}))
+    assert "bundle" not in answer
+    assert answer["bundle_error"].startswith("the bundle's skip pattern '(unclosed' is not a regular expression")
