@@ -12,6 +12,23 @@ what the node holds now (file hashes, folder listings, a virtualenv's distributi
 must be absent, leftover processes, free disk, the boot id and kernel); `fingerprint(result)` is the part that a
 recorded launch compares, and `differences(recorded, live)` says by name (never by content) what changed.
 
+The spec (every key optional; an unknown key or a wrong type is a ProbeError naming it) and what it gives:
+
+    files: [abs path]                   -> files: {path: sha256 | None (absent) | "unreadable"}
+    trees: [abs folder]                 -> trees: {path: sha256 of the sorted "relpath\tsize\tmtime_ns" lines
+                                           (a symlink: "relpath\t->target", not followed) | None | "unreadable"}
+    venv: abs path or ""                -> venv: {"path", "pyvenv_cfg": sha256 | None, "distributions":
+                                           {name: version}} | None
+    packages: {"manager": "dpkg"|"rpm", -> packages: {name: version | None} (one query; every name None when the
+               "names": [name]}            manager's program is not on PATH)
+    absent: [abs path]                  -> present: sorted [path that exists]
+    processes: {"user": uid,            -> processes: sorted ["PID CMDLINE"] of that real uid's processes whose
+                "pattern": text}           command line holds the pattern (the probe and its parents left out)
+    disk: abs path                      -> disk_free: bytes | None
+    always                              -> boot_id ("" when unreadable), kernel, python
+
+Every result key is always there (empty, or None, when its spec key is not given).
+
 Standard library only, Python 3.8+ (it runs on the nodes' system Python), and no import from the collection: the
 file is sent as it is. The package and virtualenv helpers that the node state stamp (module_utils.node_state)
 uses live here too, so that both read a node the same way.
