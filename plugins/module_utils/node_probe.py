@@ -12,6 +12,23 @@ what the node holds now (file hashes, folder listings, a virtualenv's distributi
 must be absent, leftover processes, free disk, the boot id and kernel); `fingerprint(result)` is the part that a
 recorded launch compares, and `differences(recorded, live)` says by name (never by content) what changed.
 
+The spec (every key optional; an unknown key or a wrong type is a ProbeError naming it) and what it gives:
+
+    files: [abs path]                   -> files: {path: sha256 | None (absent) | "unreadable"}
+    trees: [abs folder]                 -> trees: {path: sha256 of the sorted "relpath\tsize\tmtime_ns" lines
+                                           (a symlink: "relpath\t->target", not followed) | None | "unreadable"}
+    venv: abs path or ""                -> venv: {"path", "pyvenv_cfg": sha256 | None, "distributions":
+                                           {name: version}} | None
+    packages: {"manager": "dpkg"|"rpm", -> packages: {name: version | None} (one query; every name None when the
+               "names": [name]}            manager's program is not on PATH)
+    absent: [abs path]                  -> present: sorted [path that exists]
+    processes: {"user": uid,            -> processes: sorted ["PID CMDLINE"] of that real uid's processes whose
+                "pattern": text}           command line holds the pattern (the probe and its parents left out)
+    disk: abs path                      -> disk_free: bytes | None
+    always                              -> boot_id ("" when unreadable), kernel, python
+
+Every result key is always there (empty, or None, when its spec key is not given).
+
 Standard library only, Python 3.8+ (it runs on the nodes' system Python), and no import from the collection: the
 file is sent as it is. The package and virtualenv helpers that the node state stamp (module_utils.node_state)
 uses live here too, so that both read a node the same way.
@@ -423,7 +440,9 @@ def _venv_changes(recorded: Any, live: Any) -> List[str]:
     changes: List[str] = []
     if recorded.get("path") != live.get("path"):
         changes.append(f"the virtualenv {recorded.get('path')} -> {live.get('path')}")
-    old, new = recorded.get("distributions") or {}, live.get("distributions") or {}
+    old, new = recorded.get("distributions"), live.get("distributions")
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return [*changes, f"{name}: its distributions cannot be compared (not a dict)"]
     items = [f"added {key} {new[key]}" for key in sorted(set(new) - set(old))]
     items += [f"removed {key} {old[key]}" for key in sorted(set(old) - set(new))]
     items += [f"{key} {old[key]} -> {new[key]}" for key in sorted(set(old) & set(new)) if old[key] != new[key]]
@@ -456,8 +475,17 @@ def _package_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> Li
 def differences(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
     """What differs between a recorded fingerprint and the live one, as sentences that name what changed (a
     file, a folder, a distribution, a package) and never a file's contents; [] when they are the same."""
+    for side, value in (("recorded", recorded), ("live", live)):
+        if not isinstance(value, Mapping):
+            return [f"the {side} fingerprint cannot be compared (not a dict)"]
     old, new = fingerprint(recorded), fingerprint(live)
     changes: List[str] = []
+    # A damaged record (or result) must never read as "unchanged": a part of the wrong type is a difference.
+    for part, kinds in (("files", (dict,)), ("trees", (dict,)), ("packages", (dict,)), ("venv", (dict, type(None)))):
+        for side, value in (("recorded", old), ("live", new)):
+            if not isinstance(value[part], kinds):
+                changes.append(f"the {side} {part} cannot be compared (not a dict)")
+                old[part] = new[part] = None if part == "venv" else {}
     if not new["boot_id"]:
         # Without a boot id a reboot cannot be seen: never take that for "unchanged".
         changes.append("the node's boot id cannot be read")
@@ -465,10 +493,13 @@ def differences(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[st
         changes.append("the node rebooted (another boot id)")
     if old["kernel"] != new["kernel"]:
         changes.append(f"the kernel ({old['kernel'] or 'unknown'} -> {new['kernel'] or 'unknown'})")
-    changes += _path_changes(old["files"] or {}, new["files"] or {}, "")
-    changes += _path_changes(old["trees"] or {}, new["trees"] or {}, "the tree ")
+    changes += _path_changes(old["files"], new["files"], "")
+    changes += _path_changes(old["trees"], new["trees"], "the tree ")
     changes += _venv_changes(old["venv"], new["venv"])
-    changes += _package_changes(old["packages"] or {}, new["packages"] or {})
+    changes += _package_changes(old["packages"], new["packages"])
+    if not changes:
+        # What the sentences above do not see (a key of its own in a part): still a difference.
+        changes = [f"the {part} differs" for part in FINGERPRINT_KEYS if old[part] != new[part]]
     return changes
 
 

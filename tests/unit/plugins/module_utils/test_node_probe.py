@@ -460,6 +460,28 @@ def test_differences_name_what_changed(changed, sentences):
     assert np.differences(np.fingerprint(RECORDED), np.fingerprint(live(**changed))) == sentences
 
 
+@pytest.mark.parametrize(
+    ("recorded", "live_value", "sentences"),
+    [
+        ([], RECORDED, ["the recorded fingerprint cannot be compared (not a dict)"]),
+        (RECORDED, None, ["the live fingerprint cannot be compared (not a dict)"]),
+        ({**RECORDED, "files": ["/home/u/hosts"]}, RECORDED, ["the recorded files cannot be compared (not a dict)"]),
+        ({**RECORDED, "packages": None}, RECORDED, ["the recorded packages cannot be compared (not a dict)"]),
+        (RECORDED, {**RECORDED, "trees": "x"}, ["the live trees cannot be compared (not a dict)"]),
+        (RECORDED, {**RECORDED, "venv": "/opt/v"}, ["the live venv cannot be compared (not a dict)"]),
+        (
+            RECORDED,
+            live(venv__distributions=["torch"]),
+            ["the virtualenv /opt/v: its distributions cannot be compared (not a dict)"],
+        ),
+        (RECORDED, live(venv__extra=1), ["the venv differs"]),
+    ],
+    ids=["record", "live", "files", "packages", "trees", "venv", "distributions", "an unknown key"],
+)
+def test_a_damaged_record_is_never_unchanged(recorded, live_value, sentences):
+    assert np.differences(recorded, live_value) == sentences
+
+
 def test_a_virtualenv_that_appeared():
     assert np.differences(live(venv=None), RECORDED) == ["the virtualenv /opt/v appeared"]
 
