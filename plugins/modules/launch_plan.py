@@ -14,7 +14,7 @@ description:
   - Runs on the master as root. With O(state=present) (the end of a full launch whose job passed), probes every node
     of the cluster, the master itself and each worker over the cluster's SSH mesh as the training user, in
     parallel, and writes the plan O(plan_dir)/<inputs>.json (JSON, root's, 0600, replaced atomically, with a
-    digest): the launch as a template of the run, each node's probe and fingerprint, the smoke test's fingerprint
+    digest) - the launch as a template of the run, each node's probe and fingerprint, the smoke test's fingerprint
     and the static part of the run's record.
   - "With O(state=check), reads the plan of O(inputs) and says whether the next launch may start in one step
     (RV(ready)) or why not (RV(reason)): the plan must be intact, of these inputs and younger than its maximum age;
@@ -44,9 +44,9 @@ options:
     description:
       - With O(state=present), what the full launch ran with. Keys C(max_age), C(user) (C(name), C(uid), C(gid),
         C(home)), C(run_root), C(run_files) (the role's scripts, copied into a new run's folder), C(nodes)
-        (C(alias), C(name), C(python), C(spec): the probe), C(smoke) (C(record), C(fingerprint), C(max_age)),
-        C(launch) (the arguments of the launch's rendering), C(job) (C(args), the arguments of
-        M(amx.cluster.train_job), and C(results_dir), the controller's results folder) and C(record) (the static
+        (C(alias), C(name), C(python), C(spec), the probe), C(smoke) (C(record), C(fingerprint), C(max_age)),
+        C(launch) (the arguments of the launch's rendering), C(job) (C(args) - the arguments of
+        M(amx.cluster.train_job) - and C(results_dir) - the controller's results folder) and C(record) (the static
         part of C(run.json)).
     type: dict
     default: {}
@@ -227,7 +227,7 @@ def probe_nodes(nodes, specs, ssh_options, user, timeout):
     source = inspect.getsource(node_probe).encode("utf-8")
 
     def one(node):
-        command = [node["python"], "-", json.dumps(specs[node["name"]], sort_keys=True)]
+        command = [node["python"], "-I", "-", json.dumps(specs[node["name"]], sort_keys=True)]
         rc, out, err = on_node(node, command, ssh_options, user, timeout, stdin=source)
         lines = [line for line in out.decode("utf-8", "replace").splitlines() if line.startswith("{")]
         if rc != 0 or not lines:

@@ -23,7 +23,7 @@ description:
   - Any difference (another setting, a changed package, file, SSH key or data set, a reboot, a plan edited or too
     old, a run folder already there, processes of an earlier run, a forced full check through
     C(train_smoke_test_force) or C(node_stamp_force)) hands over to the full path, which runs every role and gate
-    with their own messages: the task then reports RV(launched=false) and the reason, and changes nothing.
+    with their own messages; the task then reports RV(launched=false) and the reason, and changes nothing.
   - The task fails only when the job it started fails, with M(amx.cluster.train_job)'s message.
   - Run it with C(become=true) (the plan is root's); the job runs as the plan's training user.
 options:
