@@ -22,8 +22,8 @@ The spec (every key optional; an unknown key or a wrong type is a ProbeError nam
     packages: {"manager": "dpkg"|"rpm", -> packages: {name: version | None} (one query; every name None when the
                "names": [name]}            manager's program is not on PATH)
     absent: [abs path]                  -> present: sorted [path that exists]
-    processes: {"user": uid,            -> processes: sorted ["PID CMDLINE"] of that real uid's processes whose
-                "pattern": text}           command line holds the pattern (the probe and its parents left out)
+    processes: {"user": uid,            -> processes: sorted ["PID CMDLINE"] of that real uid's processes with an
+                "prefix": text}            argument that starts with the prefix (the probe and its parents left out)
     disk: abs path                      -> disk_free: bytes | None
     always                              -> boot_id ("" when unreadable), kernel, python
 
@@ -254,7 +254,7 @@ def _parent_pid(pid: int) -> Optional[int]:
 
 
 def own_pids() -> List[int]:
-    """This process and its parents up to init: their command lines hold the spec, and so the pattern."""
+    """This process and its parents up to init: their command lines hold the spec."""
     chain: List[int] = []
     pid: Optional[int] = os.getpid()
     while pid and pid not in chain:
@@ -274,8 +274,10 @@ def _real_uid(pid: str) -> Optional[int]:
     return None
 
 
-def matching_processes(uid: int, pattern: str) -> List[str]:
-    """Sorted "PID CMDLINE" of the processes of real user `uid` whose command line holds `pattern`."""
+def matching_processes(uid: int, prefix: str) -> List[str]:
+    """Sorted "PID CMDLINE" of the processes of real user `uid` with an argument that starts with `prefix` (a program
+    or file of a run's folder): text that only holds the prefix somewhere, such as a probe's spec on an ssh command
+    line, does not count."""
     skipped = {str(pid) for pid in own_pids()}
     found: List[str] = []
     try:
@@ -290,8 +292,9 @@ def matching_processes(uid: int, pattern: str) -> List[str]:
                 raw = handle.read()
         except OSError:
             continue  # gone since the listing
-        cmdline = raw.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
-        if pattern in cmdline:
+        arguments = raw.rstrip(b"\0").decode("utf-8", "replace").split("\0")
+        cmdline = " ".join(arguments)
+        if any(argument.startswith(prefix) for argument in arguments):
             found.append(f"{pid} {cmdline[:CMDLINE_LIMIT]}")
     return sorted(found)
 
@@ -367,13 +370,13 @@ def check_spec(spec: Any) -> Dict[str, Any]:
 
     processes = spec.get("processes")
     if processes is not None:
-        processes = _subkeys(processes, "processes", ("user", "pattern"))
-        user, pattern = processes.get("user"), processes.get("pattern")
+        processes = _subkeys(processes, "processes", ("user", "prefix"))
+        user, prefix = processes.get("user"), processes.get("prefix")
         if not isinstance(user, int) or isinstance(user, bool) or user < 0:
             raise ProbeError(f"spec.processes.user must be a uid (a number), not {user!r}")
-        if not isinstance(pattern, str) or not pattern:
-            raise ProbeError("spec.processes.pattern must be a text that the command lines are searched for")
-        processes = {"user": user, "pattern": pattern}
+        if not isinstance(prefix, str) or not prefix:
+            raise ProbeError("spec.processes.prefix must be the text a run's arguments start with")
+        processes = {"user": user, "prefix": prefix}
     checked["processes"] = processes
 
     disk = spec.get("disk")
@@ -395,7 +398,7 @@ def probe(spec: Mapping[str, Any]) -> Dict[str, Any]:
         "venv": venv_state(checked["venv"]),
         "packages": package_versions(packages["manager"], packages["names"]) if packages["names"] else {},
         "present": sorted(path for path in set(checked["absent"]) if os.path.lexists(path)),
-        "processes": matching_processes(processes["user"], processes["pattern"]) if processes else [],
+        "processes": matching_processes(processes["user"], processes["prefix"]) if processes else [],
         "disk_free": disk_free(checked["disk"]) if checked["disk"] else None,
     }
 

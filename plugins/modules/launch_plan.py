@@ -341,7 +341,7 @@ def check_plan(params, plan_path, check_mode):
         node["name"]: dict(
             node["spec"],
             absent=[run_dir],
-            processes={"user": int(user["uid"]), "pattern": plan["run_root"].rstrip("/") + "/"},
+            processes={"user": int(user["uid"]), "prefix": plan["run_root"].rstrip("/") + "/"},
         )
         for node in nodes
     }

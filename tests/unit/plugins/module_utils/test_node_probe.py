@@ -284,19 +284,31 @@ def child():
     process.wait()
 
 
-def test_processes_finds_the_child_by_uid_and_pattern(child):
+def test_processes_finds_the_child_by_uid_and_prefix(child):
     process, marker, cmdline = child
-    found = np.probe({"processes": {"user": os.getuid(), "pattern": marker}})["processes"]
+    found = np.probe({"processes": {"user": os.getuid(), "prefix": marker}})["processes"]
     # NUL between the arguments read as a space, cut at 300 characters.
     assert found == [f"{process.pid} {cmdline[:300]}"]
-    assert np.probe({"processes": {"user": os.getuid() + 4242, "pattern": marker}})["processes"] == []
-    assert np.probe({"processes": {"user": os.getuid(), "pattern": marker + "-other"}})["processes"] == []
+    assert np.probe({"processes": {"user": os.getuid() + 4242, "prefix": marker}})["processes"] == []
+    assert np.probe({"processes": {"user": os.getuid(), "prefix": marker + "-other"}})["processes"] == []
+
+
+def test_text_that_only_holds_the_prefix_is_no_process_of_a_run(child):
+    """An ssh command line that carries a probe's spec names the run's folder inside one argument: not a run."""
+    process, marker, _cmdline = child
+    sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "{'absent': ['" + marker + "']}"])
+    try:
+        found = np.probe({"processes": {"user": os.getuid(), "prefix": marker}})["processes"]
+        assert [line.split()[0] for line in found] == [str(process.pid)]
+    finally:
+        sibling.kill()
+        sibling.wait()
 
 
 def test_processes_skip_the_probe_and_its_parents(child, tmp_path):
-    """The probe's own command line and its shell's hold the spec, so the pattern: they are not leftovers."""
+    """The probe's own command line and its shell's hold the spec: they are not leftovers."""
     process, marker, _cmdline = child
-    spec = json.dumps({"processes": {"user": os.getuid(), "pattern": marker}})
+    spec = json.dumps({"processes": {"user": os.getuid(), "prefix": marker}})
     # `; true` keeps the shell alive as the probe's parent, its arguments holding the spec.
     done = subprocess.run(
         ["sh", "-c", f'{sys.executable} - "$1" < "$2"; true', "sh", spec, str(SOURCE)],
@@ -331,12 +343,12 @@ def test_processes_skip_the_probe_and_its_parents(child, tmp_path):
         ({"packages": {"manager": "dpkg", "names": "bash"}}, "spec.packages.names must be a list of package names"),
         ({"packages": {"manager": "dpkg", "names": [""]}}, "spec.packages.names must be a list of package names"),
         ({"packages": {"manager": "dpkg", "name": []}}, r"unknown keys in spec.packages: name \(known: manager"),
-        ({"processes": {"user": "root", "pattern": "x"}}, "spec.processes.user must be a uid"),
-        ({"processes": {"user": True, "pattern": "x"}}, "spec.processes.user must be a uid"),
-        ({"processes": {"user": -1, "pattern": "x"}}, "spec.processes.user must be a uid"),
-        ({"processes": {"user": 0, "pattern": ""}}, "spec.processes.pattern must be a text"),
-        ({"processes": {"user": 0}}, "spec.processes.pattern must be a text"),
-        ({"processes": {"user": 0, "pattern": "x", "all": 1}}, "unknown keys in spec.processes: all"),
+        ({"processes": {"user": "root", "prefix": "x"}}, "spec.processes.user must be a uid"),
+        ({"processes": {"user": True, "prefix": "x"}}, "spec.processes.user must be a uid"),
+        ({"processes": {"user": -1, "prefix": "x"}}, "spec.processes.user must be a uid"),
+        ({"processes": {"user": 0, "prefix": ""}}, "spec.processes.prefix must be the text"),
+        ({"processes": {"user": 0}}, "spec.processes.prefix must be the text"),
+        ({"processes": {"user": 0, "prefix": "x", "all": 1}}, "unknown keys in spec.processes: all"),
         ({"processes": "run_qa"}, "spec.processes must be a dict, not str"),
         ({"disk": "data"}, "spec.disk: 'data' is not an absolute path"),
         ({"disk": 1}, "spec.disk must hold absolute paths, not int"),

@@ -54,7 +54,9 @@ def cluster(tmp_path):
     }
     arguments = dict(launch)
     (run_dir / "launch.sh").write_text(
-        launch_command(arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script"), **arguments)["script"]
+        launch_command(arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script"), **arguments)[
+            "script"
+        ]
     )
     record = tmp_path / "smoke-test.json"
     record.write_text(json.dumps(smoke_record(SMOKE, time.time())))
