@@ -182,7 +182,7 @@ class Bench:
                 f"{path_said(row['one_step'], row['launch_reason'])}"
             )
             results.append(row)
-            settings = {"inventory": inventory, "extra": extra, "plan_kept": row["plan_kept"]}
+            settings = {"inventory": inventory, "extra": extra}
         return settings
 
     def everyday(self, cluster: Cluster, run_index: int, full: Dict[str, Any], results: List[Dict[str, Any]]) -> None:

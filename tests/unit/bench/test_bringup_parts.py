@@ -10,7 +10,7 @@ import pathlib
 
 import bringup_bench
 import pytest
-from bringup import baseline, measure, playbooks, wheels
+from bringup import baseline, measure, playbooks, settings, wheels
 
 PLAYBOOK_OUTPUT = """\
 PLAY RECAP *********************************************************************
@@ -235,3 +235,15 @@ def test_the_command_line_everyday_runs():
     # --skip-train says it already: no train.yml at all.
     skipped = bringup_bench.skipped_parts(bringup_bench.parse_args(["--skip-train", "--everyday-runs", "0"]))
     assert skipped == ["train.yml (no launch overhead, no throughput, no scaling report)"]
+
+
+def test_the_plans_the_benchmark_removes_are_where_the_one_step_launch_keeps_them():
+    # Read from the sources: the benchmark's tests run without the collection on the import path.
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    action = (repo / "plugins" / "action" / "train_launch.py").read_text()
+    module = (repo / "plugins" / "modules" / "launch_plan.py").read_text()
+    assert f'"plan_dir": {{"type": "str", "default": "{settings.LAUNCH_PLAN_DIR}"}}' in action
+    assert f'plan_dir=dict(type="path", default="{settings.LAUNCH_PLAN_DIR}")' in module
+    # train.yml's first play and the role's plan step both leave plan_dir at its default.
+    for path in ("playbooks/train.yml", "roles/train/tasks/plan.yml"):
+        assert "plan_dir" not in (repo / path).read_text()
