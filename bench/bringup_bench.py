@@ -203,6 +203,11 @@ def main() -> int:
     write_report(out, "bringup", report, markdown(report))
     for name, target in report["summary"]["targets"].items():
         print(f"{'meets' if target['met'] else 'misses'} {name}: {target['measured']} (target {target['target']})")
+    one_step = report["summary"].get("everyday_one_step")
+    if one_step:
+        print(f"everyday launches in one step: {one_step['one_step']} of {one_step['runs']}")
+        for run in one_step["full_path"]:
+            print(f"  {run['run_id']} took the full path: {run['reason'] or 'the output names no path'}")
     if error:
         return 2
     if args.keep_workdir:
