@@ -12,7 +12,8 @@ network and label of this benchmark's own (amx-bench-<id>), and measures:
    pip finds on local disk, copied to each node first (nodes cannot see the host's wheel folder);
 2. what the controller downloads for the wheelhouse, on 1 and N nodes (read from pip's log and the wheel sizes);
 3. a second provision.yml run: wall time and changed count;
-4. train.yml's launch overhead: its wall time minus the training job's own time (run.json);
+4. train.yml's launch overhead: its wall time minus the training job's own time (run.json), for a full launch and
+   for the everyday launch (the same settings again with a new run id: the one-step launch), --everyday-runs times;
 5. training throughput on 1..N nodes with the same global work, put through amx.cluster.scaling_report.
 
 Baseline and provision alternate in order from run to run; medians and ratios go to bench/results/<date>/ as
@@ -48,7 +49,7 @@ from bringup.harness import Harness, log
 from bringup.measure import Bench
 from bringup.node_resources import cpu_cap_options
 from bringup.report import NOTES, machine, markdown, scaling_report
-from bringup.settings import PROFILE
+from bringup.settings import EVERYDAY_RUNS, PROFILE
 from bringup.summary import summarise
 from bringup.wheels import find_torch_wheel
 
@@ -77,6 +78,14 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--skip-baseline", action="store_true", help="no sequential baseline (no ratio)")
     parser.add_argument("--skip-train", action="store_true", help="no train.yml (no launch overhead, no scaling)")
     parser.add_argument(
+        "--everyday-runs",
+        type=int,
+        default=EVERYDAY_RUNS,
+        metavar="K",
+        help="everyday launches per run after the scaling sequence: train.yml on N nodes with the settings of its "
+        f"last full launch and a new run id (the one-step launch); 0 skips them (default: {EVERYDAY_RUNS})",
+    )
+    parser.add_argument(
         "--wheelhouse",
         choices=["cold", "shared"],
         default=None,
@@ -104,6 +113,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     args.wheelhouse = args.wheelhouse or "cold"
     if args.nodes < 1 or args.runs < 1:
         parser.error("--nodes and --runs must be 1 or more")
+    if args.everyday_runs < 0:
+        parser.error("--everyday-runs must be 0 or more (0 skips the everyday launches)")
     try:
         args.node_options = cpu_cap_options(args.node_cpus)
     except ValueError as error:
@@ -118,6 +129,8 @@ def skipped_parts(args: argparse.Namespace) -> List[str]:
         skipped.append("the sequential baseline (no provision/baseline ratio)")
     if args.skip_train:
         skipped.append("train.yml (no launch overhead, no throughput, no scaling report)")
+    elif args.everyday_runs == 0:
+        skipped.append("the everyday launches (--everyday-runs 0: no everyday launch overhead)")
     if args.wheelhouse == "shared":
         skipped.append("the bytes fetched (the shared wheelhouse may already hold the wheels: nothing is downloaded)")
     elif args.nodes == 1:
@@ -173,6 +186,7 @@ def main() -> int:
         "smoke": args.smoke,
         "wheelhouse": args.wheelhouse,
         "node_cpus": args.node_cpus,
+        "everyday_runs": 0 if args.skip_train else args.everyday_runs,
         "profile": {"name": PROFILE, "packages": bench.profile["packages"]},
         "torch_wheel": str(bench.torch_wheel) if bench.torch_wheel else None,
         "summary": summarise(args.nodes, runs, one_node),
@@ -189,6 +203,11 @@ def main() -> int:
     write_report(out, "bringup", report, markdown(report))
     for name, target in report["summary"]["targets"].items():
         print(f"{'meets' if target['met'] else 'misses'} {name}: {target['measured']} (target {target['target']})")
+    one_step = report["summary"].get("everyday_one_step")
+    if one_step:
+        print(f"everyday launches in one step: {one_step['one_step']} of {one_step['runs']}")
+        for run in one_step["full_path"]:
+            print(f"  {run['run_id']} took the full path: {run['reason'] or 'the output names no path'}")
     if error:
         return 2
     if args.keep_workdir:

@@ -1,7 +1,8 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""One run of every measurement, each on fresh containers: the baseline, provision.yml (twice), train.yml."""
+"""One run of every measurement, each on fresh containers: the baseline, provision.yml (twice), train.yml (the
+scaling sequence, then the everyday launches)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import argparse
 import json
 import math
 import pathlib
+import shlex
 import shutil
 from typing import Any, Dict, List, Optional
 
@@ -17,8 +19,8 @@ from benchlib.paths import REPO
 
 from .baseline import baseline
 from .harness import Cluster, Harness, log
-from .playbooks import ansible_env, playbook
-from .settings import MIN_GLOBAL_BATCH, NODE_USER, PROCESSES_PER_NODE
+from .playbooks import ansible_env, launch_path, plan_kept, playbook
+from .settings import LAUNCH_PLAN_DIR, MIN_GLOBAL_BATCH, NODE_USER, PROCESSES_PER_NODE
 from .wheels import native_profile, wheelhouse_bytes
 
 
@@ -37,6 +39,18 @@ def measurement_order(run_index: int, skip_baseline: bool) -> List[str]:
     """Baseline and provision alternate which goes first from run to run (run 1: the baseline)."""
     order = ["baseline", "provision"] if run_index % 2 else ["provision", "baseline"]
     return [part for part in order if not (skip_baseline and part == "baseline")]
+
+
+def everyday_vars(full: Dict[str, Any], run_id: str) -> Dict[str, Any]:
+    """The extra vars of an everyday launch: those of the full launch it follows, with a run id of its own."""
+    return {**full, "train_run_id": run_id}
+
+
+def path_said(one_step: Optional[bool], reason: Optional[str]) -> str:
+    """The path a train.yml took, as the log says it."""
+    if one_step is None:
+        return "path not said"
+    return "one step" if one_step else f"full path ({reason})"
 
 
 class Bench:
@@ -97,13 +111,35 @@ class Bench:
             playbook(play, inventory, cluster.dir / f"hostfile-{size}.log", env)
         return hostfile
 
-    def train(self, cluster: Cluster, run_index: int, results: List[Dict[str, Any]]) -> None:
+    def train_once(
+        self, cluster: Cluster, inventory: pathlib.Path, extra: Dict[str, Any], name: str, env: Dict[str, str]
+    ) -> Dict[str, Any]:
+        """One train.yml: the playbook's figures, the run's run.json, the path it took and whether it kept a plan."""
+        played = playbook(REPO / "playbooks" / "train.yml", inventory, cluster.dir / f"{name}.log", env, extra)
+        output = pathlib.Path(played["log"]).read_text()
+        record = json.loads((cluster.dir / "runs" / extra["train_run_id"] / "run.json").read_text())
+        return {
+            "played": played,
+            "record": record,
+            "path": launch_path(output, extra["train_run_id"]),
+            "plan": plan_kept(output),
+        }
+
+    def forget_launch_plans(self, cluster: Cluster) -> None:
+        """Remove the master's one-step launch plans, so that the next train.yml takes the full path whatever ran
+        before (the module makes the folder again when it keeps a plan)."""
+        cluster.ssh(cluster.nodes[0], f"sudo -n rm -rf -- {shlex.quote(LAUNCH_PLAN_DIR)}", timeout=60)
+
+    def train(self, cluster: Cluster, run_index: int, results: List[Dict[str, Any]]) -> Dict[str, Any]:
         """train.yml on N, 1, .., N-1, then N nodes again, of the provisioned cluster: the same global batch and data
         each time. The first run on N nodes is the cluster's first train.yml (it installs the launcher and makes the
-        data set); the last one is an everyday launch, the one the launch overhead target is judged on."""
+        data set); the last one is a full launch on the unchanged cluster (the master's one-step plans are removed
+        before it: the first run on N nodes left one with the same settings). Returns the last run's settings, for
+        the everyday launches after it."""
         sizes = train_sizes(len(cluster.nodes))
         batch = global_batch(sizes)
         env = ansible_env(self.workdir)
+        settings: Dict[str, Any] = {}
         for attempt, size in enumerate(sizes, start=1):
             inventory = cluster.inventory(size)
             extra: Dict[str, Any] = {
@@ -112,10 +148,10 @@ class Bench:
             }
             if size < len(cluster.nodes):
                 extra["train_hostfile"] = self.hostfile_of_first(cluster, size, inventory, env)
-            played = playbook(
-                REPO / "playbooks" / "train.yml", inventory, cluster.dir / f"train-{attempt}-{size}n.log", env, extra
-            )
-            record = json.loads((cluster.dir / "runs" / extra["train_run_id"] / "run.json").read_text())
+            if attempt == len(sizes):
+                self.forget_launch_plans(cluster)
+            ran = self.train_once(cluster, inventory, extra, f"train-{attempt}-{size}n", env)
+            played, record = ran["played"], ran["record"]
             metrics = json.loads((cluster.dir / "runs" / extra["train_run_id"] / "metrics.json").read_text())
             job = float(record["job"]["seconds"])
             row = {
@@ -134,11 +170,49 @@ class Bench:
                 "smoke_seconds": (record.get("smoke") or {}).get("seconds"),
                 "launch_overhead_seconds": round(played["seconds"] - job, 2),
                 "changed": played["changed"],
+                "one_step": ran["path"]["one_step"],
+                "launch_reason": ran["path"]["reason"],
+                "plan_kept": ran["plan"]["kept"],
+                "plan_reason": ran["plan"]["reason"],
                 "slowest_tasks": played["slowest_tasks"],
             }
             log(
                 f"  train.yml on {size} node(s): {played['seconds']:.1f}s, job {job:.1f}s, overhead "
-                f"{row['launch_overhead_seconds']:.1f}s, {row['samples_per_second']} samples/s"
+                f"{row['launch_overhead_seconds']:.1f}s, {row['samples_per_second']} samples/s, "
+                f"{path_said(row['one_step'], row['launch_reason'])}"
+            )
+            results.append(row)
+            settings = {"inventory": inventory, "extra": extra}
+        return settings
+
+    def everyday(self, cluster: Cluster, run_index: int, full: Dict[str, Any], results: List[Dict[str, Any]]) -> None:
+        """train.yml `--everyday-runs` times on the N-node cluster with the settings of the full launch just before
+        (the same inventory file and extra vars, a new train_run_id each time), as a user starts the next job: the
+        one-step launch, when the plan that full launch kept holds."""
+        env = ansible_env(self.workdir)
+        nodes = len(cluster.nodes)
+        runs = self.args.everyday_runs
+        for attempt in range(1, runs + 1):
+            extra = everyday_vars(full["extra"], f"bench-r{run_index}-e{attempt}-{nodes}n")
+            ran = self.train_once(cluster, full["inventory"], extra, f"everyday-{attempt}-{nodes}n", env)
+            played, record = ran["played"], ran["record"]
+            job = float(record["job"]["seconds"])
+            row = {
+                "nodes": nodes,
+                "run_id": extra["train_run_id"],
+                "settings_of": full["extra"]["train_run_id"],
+                "one_step": ran["path"]["one_step"],
+                "launch_reason": ran["path"]["reason"],
+                "playbook_seconds": played["seconds"],
+                "job_seconds": job,
+                "smoke_seconds": (record.get("smoke") or {}).get("seconds"),
+                "launch_overhead_seconds": round(played["seconds"] - job, 2),
+                "changed": played["changed"],
+                "slowest_tasks": played["slowest_tasks"],
+            }
+            log(
+                f"  everyday train.yml {attempt}/{runs} on {nodes} node(s): {played['seconds']:.1f}s, job {job:.1f}s, "
+                f"overhead {row['launch_overhead_seconds']:.1f}s, {path_said(row['one_step'], row['launch_reason'])}"
             )
             results.append(row)
 
@@ -155,7 +229,9 @@ class Bench:
                 else:
                     self.provision(cluster, result.setdefault("provision", {}))
                     if not self.args.skip_train:
-                        self.train(cluster, index, result.setdefault("train", []))
+                        full = self.train(cluster, index, result.setdefault("train", []))
+                        if self.args.everyday_runs:
+                            self.everyday(cluster, index, full, result.setdefault("everyday", []))
             finally:
                 cluster.remove()
 

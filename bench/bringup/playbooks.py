@@ -17,6 +17,13 @@ from benchlib.paths import REPO, VENV_BIN, environment_without
 
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.MULTILINE)
 PROFILE_TASK = re.compile(r"^(.+?) -+ (\d+\.\d+)s$", re.MULTILINE)
+# What train.yml's first play (amx.cluster.train_launch) says on stderr: the job started in one step, or why the full
+# path runs instead.
+ONE_STEP = re.compile(r"^one-step launch \[[^\]\n]+\] run (\S+): (.*)$", re.MULTILINE)
+HAND_OVER = re.compile(r"^one-step launch \[[^\]\n]+\] the full path runs: (.*)$", re.MULTILINE)
+# What the full path's last step says (roles/train/tasks/plan.yml): whether it kept a plan for the next launch.
+PLAN_NOTE = re.compile(r'^\s*"msg": "One-step launch: (.*)"\s*$', re.MULTILINE)
+PLAN_NOT_KEPT = re.compile(r"no plan kept \((.*)\)\.?$", re.DOTALL)
 
 
 def ansible_env(workdir: pathlib.Path, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
@@ -47,6 +54,36 @@ def play_recap(output: str) -> Dict[str, Dict[str, int]]:
 def slowest_tasks(output: str) -> List[Dict[str, Any]]:
     """ansible.posix.profile_tasks' summary lines (`<task> ---- 12.34s`), slowest first as it prints them."""
     return [{"task": task.strip(), "seconds": float(seconds)} for task, seconds in PROFILE_TASK.findall(output)]
+
+
+def launch_path(output: str, run_id: str) -> Dict[str, Any]:
+    """Which path train.yml took for run `run_id`, from its output: one_step True (with the reason the plan gave),
+    False (with the reason for the hand-over to the full path), or None when the output says neither (a
+    train.yml without the one-step launch)."""
+    for started, reason in ONE_STEP.findall(output):
+        if started == run_id:
+            return {"one_step": True, "reason": reason.strip()}
+    handed_over = HAND_OVER.findall(output)
+    if handed_over:
+        return {"one_step": False, "reason": handed_over[0].strip()}
+    return {"one_step": None, "reason": None}
+
+
+def plan_kept(output: str) -> Dict[str, Any]:
+    """Whether a full train.yml kept the one-step launch's plan, from its last note: kept True, False (with the
+    reason it gives), or None when the output has no such note (no plan step ran: a one-step launch, or a train.yml
+    without the one-step launch)."""
+    notes = PLAN_NOTE.findall(output)
+    if not notes:
+        return {"kept": None, "reason": None}
+    try:
+        note = json.loads(f'"{notes[-1]}"')  # the callback shows the message as a JSON string
+    except ValueError:
+        note = notes[-1]
+    not_kept = PLAN_NOT_KEPT.search(note)
+    if not_kept:
+        return {"kept": False, "reason": not_kept.group(1).strip()}
+    return {"kept": True, "reason": None}
 
 
 def playbook(

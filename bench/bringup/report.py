@@ -64,16 +64,30 @@ def markdown(report: Dict[str, Any]) -> str:
         target = t["second_run_share"]
         row("second / first", f"{s['second_to_first']:.1%}", [], target["target"], target["met"])
         row("changed, second provision.yml", str(max(s["second_run_changed"])), s["second_run_changed"])
+    # A report of a benchmark with the everyday launches (it records --everyday-runs) says which launch is which;
+    # earlier reports render as they were written.
+    everyday_kind = "everyday_runs" in report
     if "launch_overhead_seconds" in s:
         target = t["launch_overhead"]
         overhead = s["launch_overhead_seconds"]
-        row(f"train.yml launch overhead, {plural(n)}", secs(overhead["median"]), overhead["runs"], target["target"],
-            target["met"])  # fmt: skip
+        name = f"train.yml launch overhead, {plural(n)}" + (
+            ", full launch (the last train.yml)" if everyday_kind else ""
+        )
+        row(name, secs(overhead["median"]), overhead["runs"], target["target"], target["met"])
+    if "everyday_launch_overhead_seconds" in s:
+        target = t["everyday_launch_overhead"]
+        overhead = s["everyday_launch_overhead_seconds"]
+        row(f"everyday train.yml launch overhead, {plural(n)} (same settings, new run id)", secs(overhead["median"]),
+            overhead["runs"], target["target"], target["met"])  # fmt: skip
+        one_step = s["everyday_one_step"]
+        row("everyday train.yml, one-step launches", f"{one_step['one_step']} of {one_step['runs']}", [])
     if "first_launch_overhead_seconds" in s:
         first_launch = s["first_launch_overhead_seconds"]
         row("first train.yml on a fresh cluster, overhead", secs(first_launch["median"]), first_launch["runs"])
     if "provision_1_node_seconds" in s:
         row("provision.yml, 1 node", secs(s["provision_1_node_seconds"]), [])
+    if "everyday_one_step" in s:
+        lines += everyday_section(report)
     if "bytes" in s:
         lines += [
             "",
@@ -130,9 +144,14 @@ def markdown(report: Dict[str, Any]) -> str:
     provision = first_run.get("provision", {})
     slow = [(f"{which} provision.yml", provision[which]) for which in ("first", "second") if which in provision]
     slow += [
-        (f"{'first' if r.get('first_on_cluster') else 'last'} train.yml on {r['nodes']} node(s)", r)
+        (f"{'first' if r.get('first_on_cluster') else 'last'} train.yml on {r['nodes']} node(s)"
+         + ("" if r.get("first_on_cluster") or not everyday_kind else ", full launch"), r)
         for r in first_run.get("train", [])
         if r["nodes"] == n
+    ]  # fmt: skip
+    slow += [
+        (f"first everyday train.yml on {r['nodes']} node(s), {path_name(r)}", r)
+        for r in first_run.get("everyday", [])[:1]
     ]
     lines += ["", "## Where the time goes (run 1, slowest tasks by ansible.posix.profile_tasks)", ""]
     for name, played in slow:
@@ -151,6 +170,61 @@ def markdown(report: Dict[str, Any]) -> str:
         f"{m['python']}, ansible-core {m['ansible_core']}, {m['docker']}.",
     ]
     return "\n".join(lines) + "\n"
+
+
+REASON_CHARS = 300  # a reason in the report is cut here: the playbook's log has it whole
+
+
+def path_name(row: Dict[str, Any]) -> str:
+    """The path a train.yml took, in a word or two."""
+    one_step = row.get("one_step")
+    return "path not said" if one_step is None else "one step" if one_step else "full path"
+
+
+def cut(text: Optional[str], missing: str = "no reason given") -> str:
+    """A reason on one line, cut short."""
+    text = " ".join((text or missing).split())
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 3] + "..."
+
+
+def everyday_section(report: Dict[str, Any]) -> List[str]:
+    """The everyday launches: every one with its path and figures, then when and why the one-step path was not taken."""
+    s = report["summary"]
+    one_step = s["everyday_one_step"]
+    rows = [r for run in report["measurements"] for r in run.get("everyday", [])]
+    lines = [
+        "",
+        "## Everyday launches",
+        "",
+        f"train.yml again on the {plural(report['nodes'])}, {report.get('everyday_runs', '?')} time(s) per run "
+        "right after "
+        "the last train.yml of the scaling sequence (a full launch), with its settings: the same inventory file and "
+        "extra vars, a new train_run_id each time, as a user starts the next job. The one-step launch starts the job "
+        "from the master when the plan the full launch kept still holds.",
+        "",
+        "| run id | same settings as | path | train.yml | job | overhead |",
+        "| --- | --- | --- | ---: | ---: | ---: |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['run_id']} | {r.get('settings_of') or '-'} | {path_name(r)} | {secs(r['playbook_seconds'])} | "
+            f"{secs(r['job_seconds'])} | {secs(r['launch_overhead_seconds'])} |"
+        )
+    lines.append("")
+    if one_step["full_path"]:
+        lines.append(
+            f"**The one-step path was not taken** in {len(one_step['full_path'])} of {one_step['runs']} everyday "
+            "launch(es); the reason train.yml gave (its standard error: `one-step launch [<master>] the full path "
+            "runs: <reason>`):"
+        )
+        unsaid = "train.yml's output names neither path (no `one-step launch [<master>]` line)"
+        lines += [""] + [f"- {f['run_id']}: {cut(f['reason'], unsaid)}" for f in one_step["full_path"]]
+    else:
+        lines.append(f"Every everyday launch took the one-step path ({one_step['runs']} of {one_step['runs']}).")
+    if one_step["plan_not_kept"]:
+        lines += ["", "The full launch kept no plan for the next launch, in its words:", ""]
+        lines += [f"- {f['run_id']}: {cut(f['reason'])}" for f in one_step["plan_not_kept"]]
+    return lines
 
 
 NOTES = [
@@ -172,10 +246,16 @@ NOTES = [
     "approach does rather than the wall time separate machines would see.",
     "Second run: provision.yml again on the same nodes; changed = sum over hosts of the PLAY RECAP.",
     "Launch overhead: train.yml's wall time minus the training job's own time (run.json job.seconds: mpirun start "
-    "to end on the master, each rank's Python start and import included). It includes the node roles' read-only "
-    "pass, the gates, the collective smoke test (run.json smoke.seconds) and fetching the results. The target is "
-    "judged on the last train.yml on N nodes (an everyday launch); the first one on a fresh cluster also installs "
-    "MPICH and makes the tiny data set, and is shown apart.",
+    "to end on the master, each rank's Python start and import included). A full launch includes the one-step "
+    "launch's hand-over, the node roles' read-only pass, the gates, the collective smoke test (run.json "
+    "smoke.seconds), fetching the results and keeping the plan; it is judged on the last train.yml on N nodes of "
+    "the scaling sequence (the master's one-step plans are removed before it, so it takes the full path). The first "
+    "one on a fresh cluster also installs MPICH and makes the tiny data set, and is shown apart.",
+    "Everyday launch: right after that full launch, train.yml --everyday-runs times on the same N nodes with its "
+    "settings (the same inventory file and extra vars, a new train_run_id each time). Its overhead is measured the "
+    "same way, whichever path it takes; the path comes from train.yml's standard error (`one-step launch [<master>] "
+    "run <id>: ...` or `... the full path runs: <reason>`), and the report gives the reason of every hand-over. "
+    "Its target is judged on the median of all everyday launches of all runs.",
     "Scaling: train.yml on N, 1, .., N-1, then N nodes again of the provisioned cluster (for fewer than N, an MPI "
     "hostfile of the first nodes written by amx.cluster.mpi_hostfile, passed as train_hostfile), the same global "
     "batch and data every time; samples/s = the Trainer's train_samples_per_second (metrics.json), the median per "

@@ -21,7 +21,12 @@ MIN_GLOBAL_BATCH = 48
 
 TARGET_PROVISION_RATIO = 0.5  # provision.yml at most half the baseline's time
 TARGET_RERUN_SHARE = 0.10  # a second run under 10% of the first, with 0 changed
-TARGET_LAUNCH_OVERHEAD = 15.0  # seconds
+TARGET_LAUNCH_OVERHEAD = 15.0  # seconds, the last train.yml of the scaling sequence (a full launch)
+TARGET_EVERYDAY_LAUNCH_OVERHEAD = 10.0  # seconds, the everyday launch (same settings, new run id: the one-step path)
+EVERYDAY_RUNS = 3  # --everyday-runs' default
+
+# Where the master keeps the one-step launch's plans (amx.cluster.train_launch's plan_dir default).
+LAUNCH_PLAN_DIR = "/var/lib/amx-cluster/launch"
 
 # The group_vars a container cluster needs (extensions/molecule/fleet/molecule.yml).
 CLUSTER_VARS: Dict[str, Any] = {

@@ -10,7 +10,12 @@ from typing import Any, Dict, List, Optional, Sequence
 
 from benchlib.stats import median, ratio, ratio_of_medians
 
-from .settings import TARGET_LAUNCH_OVERHEAD, TARGET_PROVISION_RATIO, TARGET_RERUN_SHARE
+from .settings import (
+    TARGET_EVERYDAY_LAUNCH_OVERHEAD,
+    TARGET_LAUNCH_OVERHEAD,
+    TARGET_PROVISION_RATIO,
+    TARGET_RERUN_SHARE,
+)
 
 DIGITS = 3  # seconds and ratios in the summary, rounded
 
@@ -82,10 +87,42 @@ def summarise(nodes: int, runs: List[Dict[str, Any]], one_node: Dict[str, Any]) 
             "measured": rounded_median(overhead),
             "met": rounded_median(overhead) < TARGET_LAUNCH_OVERHEAD,
         }
+    everyday = [row for r in runs for row in r.get("everyday", [])]
+    if everyday:
+        summary.update(everyday_summary(everyday, full))
+        targets["everyday_launch_overhead"] = {
+            "target": f"< {TARGET_EVERYDAY_LAUNCH_OVERHEAD:.0f} s on {plural(nodes)}",
+            "measured": summary["everyday_launch_overhead_seconds"]["median"],
+            "met": summary["everyday_launch_overhead_seconds"]["median"] < TARGET_EVERYDAY_LAUNCH_OVERHEAD,
+        }
     if rows:
         summary["scaling"] = scaling_rows(rows)
     summary["targets"] = targets
     return summary
+
+
+def everyday_summary(everyday: List[Dict[str, Any]], full: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """The everyday launches (the same settings as the full launch before them, a new run id): their overhead,
+    whichever path each took, how many took the one-step path, and why the others did not (the hand-over's reason,
+    and the full launch's when it kept no plan)."""
+    overhead = [row["launch_overhead_seconds"] for row in everyday]
+    return {
+        "everyday_launch_overhead_seconds": {"runs": overhead, "median": rounded_median(overhead)},
+        "everyday_one_step": {
+            "runs": len(everyday),
+            "one_step": sum(1 for row in everyday if row.get("one_step")),
+            "full_path": [
+                {"run_id": row["run_id"], "reason": row.get("launch_reason")}
+                for row in everyday
+                if not row.get("one_step")
+            ],
+            "plan_not_kept": [
+                {"run_id": row["run_id"], "reason": row.get("plan_reason")}
+                for row in full
+                if row.get("plan_kept") is False
+            ],
+        },
+    }
 
 
 def scaling_rows(rows: List[Dict[str, Any]]) -> List[Dict[str, Any]]:

@@ -10,7 +10,7 @@ import pathlib
 
 import bringup_bench
 import pytest
-from bringup import baseline, measure, playbooks, wheels
+from bringup import baseline, measure, playbooks, settings, wheels
 
 PLAYBOOK_OUTPUT = """\
 PLAY RECAP *********************************************************************
@@ -139,9 +139,111 @@ def test_the_command_line_smoke_mode():
     ]
 
 
-@pytest.mark.parametrize("argv", [["--nodes", "0"], ["--runs", "0"], ["--wheelhouse", "warm"]])
+@pytest.mark.parametrize(
+    "argv", [["--nodes", "0"], ["--runs", "0"], ["--wheelhouse", "warm"], ["--everyday-runs", "-1"]]
+)
 def test_the_command_line_refuses(argv, capsys):
     with pytest.raises(SystemExit) as stopped:
         bringup_bench.parse_args(argv)
     assert stopped.value.code == 2
     assert "bringup_bench.py: error:" in capsys.readouterr().err
+
+
+# What train.yml prints, both streams in one log as the benchmark keeps it (stderr follows stdout there).
+ONE_STEP_OUTPUT = """\
+PLAY [Launch in one step on a cluster unchanged since its last full launch] ****
+
+TASK [Start the job in one step, or hand over to the full path] ****************
+one-step launch [amx-bench-1-r1p-master] run bench-r1-e2-3n: the last full launch with these settings passed 41 s \
+ago; every node is as it was then; smoke test skipped: the cluster is as it was at the last smoke test (52 s ago)
+one-step launch [amx-bench-1-r1p-master] Run bench-r1-e2-3n finished after 12 s (one step). Results: /w/runs/\
+bench-r1-e2-3n/ (run.json, 9 files).
+changed: [amx-bench-1-r1p-master]
+
+PLAY [Train on the cluster] ****************************************************
+"""
+FULL_PATH_OUTPUT = """\
+TASK [Start the job in one step, or hand over to the full path] ****************
+one-step launch [amx-bench-1-r1p-master] the full path runs: amx-bench-1-r1p-node2: /home/amx/.ssh/known_hosts \
+changed; amx-bench-1-r1p-node2: the boot id changed (a reboot)
+ok: [amx-bench-1-r1p-master]
+
+TASK [amx.cluster.train : Say whether the next launch can start in one step] ***
+ok: [amx-bench-1-r1p-master] => {
+    "msg": "One-step launch: the next train.yml with these settings starts in one step while the cluster stays as \
+it is (train_fast_launch_max_age 86400 s)."
+}
+"""
+NO_PLAN_OUTPUT = """\
+one-step launch [spr-a01] the full path runs: no full launch with these settings has passed on this master yet
+TASK [amx.cluster.train : Say whether the next launch can start in one step] ***
+ok: [spr-a01] => {
+    "msg": "One-step launch: no plan kept (the probe failed on node1: \\"python3\\" not found)."
+}
+"""
+
+
+def test_the_one_step_path_and_its_reason():
+    assert playbooks.launch_path(ONE_STEP_OUTPUT, "bench-r1-e2-3n") == {
+        "one_step": True,
+        "reason": "the last full launch with these settings passed 41 s ago; every node is as it was then; smoke "
+        "test skipped: the cluster is as it was at the last smoke test (52 s ago)",
+    }
+    # Another run's marker is not this run's.
+    assert playbooks.launch_path(ONE_STEP_OUTPUT, "bench-r1-e1-3n") == {"one_step": None, "reason": None}
+    assert playbooks.plan_kept(ONE_STEP_OUTPUT) == {"kept": None, "reason": None}  # no plan step on the one-step path
+
+
+def test_the_hand_over_to_the_full_path_and_its_reason():
+    assert playbooks.launch_path(FULL_PATH_OUTPUT, "bench-r1-e1-3n") == {
+        "one_step": False,
+        "reason": "amx-bench-1-r1p-node2: /home/amx/.ssh/known_hosts changed; amx-bench-1-r1p-node2: the boot id "
+        "changed (a reboot)",
+    }
+    assert playbooks.plan_kept(FULL_PATH_OUTPUT) == {"kept": True, "reason": None}
+    assert playbooks.launch_path(NO_PLAN_OUTPUT, "x") == {
+        "one_step": False,
+        "reason": "no full launch with these settings has passed on this master yet",
+    }
+    assert playbooks.plan_kept(NO_PLAN_OUTPUT) == {
+        "kept": False,
+        "reason": 'the probe failed on node1: "python3" not found',
+    }
+
+
+def test_a_train_yml_without_the_one_step_launch_says_no_path():
+    assert playbooks.launch_path(PLAYBOOK_OUTPUT, "bench-r1-5-3n") == {"one_step": None, "reason": None}
+    assert playbooks.plan_kept(PLAYBOOK_OUTPUT) == {"kept": None, "reason": None}
+
+
+def test_an_everyday_launch_repeats_the_full_launchs_settings_with_a_new_run_id():
+    full = {"train_run_id": "bench-r1-5-3n", "train_batch_size": 8}
+    assert measure.everyday_vars(full, "bench-r1-e1-3n") == {"train_run_id": "bench-r1-e1-3n", "train_batch_size": 8}
+    assert full["train_run_id"] == "bench-r1-5-3n"  # the full launch's own vars stay as they were
+    assert measure.path_said(True, "x") == "one step"
+    assert measure.path_said(False, "a reboot") == "full path (a reboot)"
+    assert measure.path_said(None, None) == "path not said"
+
+
+def test_the_command_line_everyday_runs():
+    assert bringup_bench.parse_args([]).everyday_runs == 3
+    args = bringup_bench.parse_args(["--everyday-runs", "0"])
+    assert args.everyday_runs == 0
+    assert bringup_bench.skipped_parts(args)[-1] == (
+        "the everyday launches (--everyday-runs 0: no everyday launch overhead)"
+    )
+    # --skip-train says it already: no train.yml at all.
+    skipped = bringup_bench.skipped_parts(bringup_bench.parse_args(["--skip-train", "--everyday-runs", "0"]))
+    assert skipped == ["train.yml (no launch overhead, no throughput, no scaling report)"]
+
+
+def test_the_plans_the_benchmark_removes_are_where_the_one_step_launch_keeps_them():
+    # Read from the sources: the benchmark's tests run without the collection on the import path.
+    repo = pathlib.Path(__file__).resolve().parents[3]
+    action = (repo / "plugins" / "action" / "train_launch.py").read_text()
+    module = (repo / "plugins" / "modules" / "launch_plan.py").read_text()
+    assert f'"plan_dir": {{"type": "str", "default": "{settings.LAUNCH_PLAN_DIR}"}}' in action
+    assert f'plan_dir=dict(type="path", default="{settings.LAUNCH_PLAN_DIR}")' in module
+    # train.yml's first play and the role's plan step both leave plan_dir at its default.
+    for path in ("playbooks/train.yml", "roles/train/tasks/plan.yml"):
+        assert "plan_dir" not in (repo / path).read_text()

@@ -133,3 +133,141 @@ def test_seconds(value, shown):
 @pytest.mark.parametrize(("nodes", "said"), [(1, "1 node"), (3, "3 nodes")])
 def test_plural(nodes, said):
     assert summary.plural(nodes) == said
+
+
+def everyday_row(run_id, overhead, one_step=True, reason="the last full launch with these settings passed 9 s ago"):
+    return {
+        "nodes": 3,
+        "run_id": run_id,
+        "settings_of": "bench-r1-4-3n",
+        "one_step": one_step,
+        "launch_reason": reason,
+        "playbook_seconds": 20.0 + overhead,
+        "job_seconds": 20.0,
+        "smoke_seconds": None,
+        "launch_overhead_seconds": overhead,
+        "changed": 1,
+        "slowest_tasks": [{"task": "Start the job in one step, or hand over to the full path", "seconds": 26.1}],
+    }
+
+
+def with_everyday(stored, rows, plan_kept=True, plan_reason=None):
+    """The stored 3-node run as the benchmark writes it now: the option recorded, the path of its last full launch,
+    the everyday launches after it (figures made up for the test), and the summary of it all."""
+    again = copy.deepcopy(stored)
+    again["everyday_runs"] = len(rows)
+    last = again["measurements"][0]["train"][-1]
+    last.update(one_step=False, launch_reason="no full launch with these settings has passed on this master yet")
+    last.update(plan_kept=plan_kept, plan_reason=plan_reason)
+    if rows:
+        again["measurements"][0]["everyday"] = rows
+    again["summary"] = summary.summarise(again["nodes"], again["measurements"], again["one_node_provision"] or {})
+    return again
+
+
+def test_the_stored_run_is_of_the_kind_before_the_everyday_launches(bringup_report):
+    # What keeps the stored report's rendering as it was: it has none of the new fields.
+    assert "everyday_runs" not in bringup_report
+    assert all("everyday" not in run for run in bringup_report["measurements"])
+    assert "everyday_launch_overhead" not in bringup_report["summary"]["targets"]
+
+
+def test_the_everyday_launch_overhead_is_the_median_of_every_everyday_launch():
+    rows = [
+        everyday_row("bench-r1-e1-3n", 7.5),
+        everyday_row("bench-r1-e2-3n", 131.0, one_step=False, reason="node2: the boot id changed (a reboot)"),
+        everyday_row("bench-r2-e1-3n", 6.9),
+    ]
+    full = train_row(3, 130.0)
+    got = summary.summarise(3, [{"run": 1, "provision": provision(100.0), "train": [full], "everyday": rows}], {})
+    assert got["everyday_launch_overhead_seconds"] == {"runs": [7.5, 131.0, 6.9], "median": 7.5}
+    assert got["everyday_one_step"] == {
+        "runs": 3,
+        "one_step": 2,
+        "full_path": [{"run_id": "bench-r1-e2-3n", "reason": "node2: the boot id changed (a reboot)"}],
+        "plan_not_kept": [],
+    }
+    assert got["targets"]["everyday_launch_overhead"] == {"target": "< 10 s on 3 nodes", "measured": 7.5, "met": True}
+    # The full launch keeps its figure and its target.
+    assert got["launch_overhead_seconds"] == {"runs": [130.0], "median": 130.0}
+    assert got["targets"]["launch_overhead"]["target"] == "< 15 s on 3 nodes"
+    # The everyday launches stay out of the scaling rows.
+    assert [r["launch_overhead_runs"] for r in got["scaling"]] == [[130.0]]
+
+
+@pytest.mark.parametrize(("overhead", "met"), [(9.99, True), (10.0, False)])
+def test_the_everyday_target_is_under_ten_seconds(overhead, met):
+    rows = [everyday_row("bench-r1-e1-3n", overhead)]
+    got = summary.summarise(3, [{"run": 1, "provision": provision(100.0), "everyday": rows}], {})
+    assert got["targets"]["everyday_launch_overhead"]["met"] is met
+
+
+def test_no_everyday_launch_no_everyday_figure():
+    got = summary.summarise(3, [{"run": 1, "provision": provision(100.0), "train": [train_row(3, 130.0)]}], {})
+    assert "everyday_launch_overhead_seconds" not in got
+    assert "everyday_one_step" not in got
+    assert set(got["targets"]) == {"launch_overhead"}
+
+
+def test_the_report_shows_the_everyday_launches_and_calls_the_last_one_a_full_launch(bringup_report):
+    rows = [
+        everyday_row("bench-r1-e1-3n", 7.46),
+        everyday_row("bench-r1-e2-3n", 8.0),
+        everyday_row("bench-r1-e3-3n", 6.0),
+    ]
+    text = report.markdown(with_everyday(bringup_report, rows))
+    lines = text.splitlines()
+    assert (
+        "| train.yml launch overhead, 3 nodes, full launch (the last train.yml) | 131.1 s | 131.1 | < 15 s on 3 nodes "
+        "| NO |"
+    ) in lines
+    assert (
+        "| everyday train.yml launch overhead, 3 nodes (same settings, new run id) | 7.5 s | 7.5, 8.0, 6.0 | < 10 s on "
+        "3 nodes | yes |"
+    ) in lines
+    assert "| everyday train.yml, one-step launches | 3 of 3 |  |  |  |" in lines
+    assert "| bench-r1-e1-3n | bench-r1-4-3n | one step | 27.5 s | 20.0 s | 7.5 s |" in lines
+    assert "Every everyday launch took the one-step path (3 of 3)." in lines
+    assert "not taken" not in text
+    assert any(
+        line.startswith("- last train.yml on 3 node(s), full launch: amx.cluster.train : Run the") for line in lines
+    )
+    assert "- first everyday train.yml on 3 node(s), one step: Start the job in one step, or hand over to the full " \
+        "path 26.1 s" in lines  # fmt: skip
+    # The sections keep their order: the everyday launches right after the figures.
+    assert lines.index("## Everyday launches") < lines.index("## Bytes the controller fetched for the wheelhouse")
+
+
+def test_the_report_says_when_and_why_the_one_step_path_was_not_taken(bringup_report):
+    rows = [
+        everyday_row(
+            "bench-r1-e1-3n",
+            131.0,
+            one_step=False,
+            reason="no full launch with these settings has passed on this master yet",
+        ),
+        everyday_row("bench-r1-e2-3n", 120.0, one_step=None, reason=None),
+        everyday_row("bench-r1-e3-3n", 7.0),
+    ]
+    stored = with_everyday(bringup_report, rows, plan_kept=False, plan_reason="the probe failed on node1: " + "y" * 400)
+    text = report.markdown(stored)
+    lines = text.splitlines()
+    assert "| everyday train.yml, one-step launches | 1 of 3 |  |  |  |" in lines
+    assert "| bench-r1-e2-3n | bench-r1-4-3n | path not said | 140.0 s | 20.0 s | 120.0 s |" in lines
+    assert (
+        "**The one-step path was not taken** in 2 of 3 everyday launch(es); the reason train.yml gave (its standard "
+        "error: `one-step launch [<master>] the full path runs: <reason>`):"
+    ) in lines
+    assert "- bench-r1-e1-3n: no full launch with these settings has passed on this master yet" in lines
+    assert ("- bench-r1-e2-3n: train.yml's output names neither path (no `one-step launch [<master>]` line)") in lines
+    assert "The full launch kept no plan for the next launch, in its words:" in lines
+    kept_no_plan = next(line for line in lines if line.startswith("- bench-r1-4-3n: the probe failed on node1: "))
+    assert kept_no_plan.endswith("y...") and len(kept_no_plan) == len("- bench-r1-4-3n: ") + report.REASON_CHARS
+    assert "Every everyday launch took" not in text
+
+
+def test_a_report_without_everyday_launches_still_calls_the_last_one_a_full_launch(bringup_report):
+    text = report.markdown(with_everyday(bringup_report, []))
+    assert "| train.yml launch overhead, 3 nodes, full launch (the last train.yml) | 131.1 s |" in text
+    assert "## Everyday launches" not in text
+    assert "everyday train.yml launch overhead" not in text
