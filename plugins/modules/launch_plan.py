@@ -243,10 +243,8 @@ def probe_nodes(nodes, specs, ssh_options, user, timeout):
 
 
 def render(launch, run_dir, run_id):
-    filled = fill_run(launch, run_dir, run_id)
-    arguments = dict(filled)
-    layout, dialect, script = arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script")
-    return launch_command(layout, dialect, script, **arguments)
+    """The launch of a run from the plan's template: launch_command's arguments, by name."""
+    return launch_command(**fill_run(launch, run_dir, run_id))
 
 
 def write_plan(params, plan_path):

@@ -108,10 +108,7 @@ def test_a_run_folder_must_be_absolute(run_dir):
 
 
 def render(arguments: dict) -> str:
-    arguments = dict(arguments)
-    return launch_command(arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script"), **arguments)[
-        "script"
-    ]
+    return launch_command(**arguments)["script"]
 
 
 def test_a_real_launch_renders_again_and_elsewhere():

@@ -52,12 +52,7 @@ def cluster(tmp_path):
         "master_addr": "127.0.0.1",
         "extra_env": {"AMX_CLUSTER_RUN_ID": "first"},
     }
-    arguments = dict(launch)
-    (run_dir / "launch.sh").write_text(
-        launch_command(arguments.pop("layout"), arguments.pop("dialect"), arguments.pop("script"), **arguments)[
-            "script"
-        ]
-    )
+    (run_dir / "launch.sh").write_text(launch_command(**launch)["script"])
     record = tmp_path / "smoke-test.json"
     record.write_text(json.dumps(smoke_record(SMOKE, time.time())))
     os.chmod(record, 0o600)
