@@ -99,9 +99,16 @@ class ActionModule(ActionBase):
         self._say(f"run {plan['run_id']}: {plan['reason']}; smoke test skipped: {plan['smoke_reason']}")
 
         job = plan["job"]
-        job_args = dict(job["args"], bundle=True)
-        done = self._train_job(job_args, task_vars, plan["user"]["name"])
         results_dir = posixpath.join(job["results_dir"], plan["run_id"])
+        job_args = dict(
+            job["args"],
+            run_id=plan["run_id"],
+            run_dir=plan["run_dir"],
+            hint=f"The logs are fetched to {results_dir}/ (logs/job/rank-N.log); the exact command and environment "
+            "are in launch.sh there",
+            bundle=True,
+        )
+        done = self._train_job(job_args, task_vars, plan["user"]["name"])
         bundle = done.pop("bundle", None)
         files = unpack(bundle, results_dir) if bundle else []
         metrics = read_json(os.path.join(results_dir, "metrics.json"))

@@ -7,8 +7,13 @@ node's Python (3.8+)."""
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
-from typing import Union
+from typing import Optional, Tuple, Union
+
+# The most a record of the collection's own (a stamp, a plan) may hold.
+RECORD_LIMIT = 1 << 22
+ABSENT = "is absent"
 
 
 def write_atomically(path: str, content: Union[str, bytes], mode: int = 0o600, prefix: str = ".amx-cluster-") -> None:
@@ -27,3 +32,25 @@ def write_atomically(path: str, content: Union[str, bytes], mode: int = 0o600, p
         if os.path.exists(temporary):
             os.unlink(temporary)
         raise
+
+
+def read_root_record(path: str) -> Tuple[Optional[str], str]:
+    """(text, "") of a record the collection wrote as root: a regular file of root's with mode 0600, opened without
+    following a symlink. Otherwise (None, why), why being what follows the file's name in a sentence: "is absent"
+    (ABSENT), "cannot be opened (...; a symlink is refused)", "is not a file of root's with mode 0600" or "is not
+    text". Its contents never go into the reason."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return None, ABSENT
+    except OSError as exc:
+        return None, f"cannot be opened ({type(exc).__name__}; a symlink is refused)"
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
+            return None, "is not a file of root's with mode 0600"
+        raw = handle.read(RECORD_LIMIT)
+    try:
+        return raw.decode("utf-8"), ""
+    except UnicodeDecodeError:
+        return None, "is not text"

@@ -17,6 +17,9 @@ import json
 import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
+from ansible_collections.amx.cluster.plugins.module_utils.node_state import canonical_json
+from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import RUN_DIR_MARK, RUN_ID_MARK
+
 __all__ = [
     "PLAN_VERSION",
     "PlanError",
@@ -32,10 +35,8 @@ __all__ = [
 ]
 
 PLAN_VERSION = 1
-RUN_DIR_MARK = "<run_dir>"
 # The only place a run's id is a value of its own: the environment variable that names the run to its ranks.
 RUN_ID_KEYS = ("AMX_CLUSTER_RUN_ID",)
-RUN_ID_MARK = "<run_id>"
 PLAN_KEYS = (
     "version",
     "inputs",
@@ -55,10 +56,6 @@ PLAN_KEYS = (
 
 class PlanError(ValueError):
     """A plan that cannot be trusted or built, said so that a person can act on it."""
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
 def template_run(value: Any, run_dir: str, run_id: str) -> Any:

@@ -135,14 +135,14 @@ import json
 import os
 import re
 import shlex
-import stat
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.amx.cluster.plugins.module_utils import node_probe
-from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
+from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
+from ansible_collections.amx.cluster.plugins.module_utils.inputs import RUN_ID
 from ansible_collections.amx.cluster.plugins.module_utils.launch import LaunchError, launch_command
 from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
     PlanError,
@@ -156,36 +156,15 @@ from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
 )
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import smoke_test_due
 
-RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
 INPUTS = re.compile(r"[0-9a-f]{64}\Z")
 # A folder no run has: the launch filled with it must no longer name the run's own folder.
 ELSEWHERE = "/nonexistent/amx-cluster-plan-check"
-MAX_READ = 1 << 22
 # What the role gives with state=present.
 PLAN_PARTS = ("max_age", "user", "run_root", "run_files", "nodes", "smoke", "launch", "job", "record")
 
 
 class PlanModuleError(Exception):
     """What stops the module, said so that a person can act on it."""
-
-
-def read_root_file(path):
-    """(text, why): a regular file of root's with mode 0600, read without following a symlink; (None, why) else."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        return None, "absent"
-    except OSError as exc:
-        return None, f"cannot be opened ({type(exc).__name__}; a symlink is refused)"
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
-            return None, "not a file of root's with mode 0600"
-        raw = handle.read(MAX_READ)
-    try:
-        return raw.decode("utf-8"), ""
-    except UnicodeDecodeError:
-        return None, "not text"
 
 
 def as_user(user):
@@ -313,11 +292,11 @@ def prune(plan_dir, keep, max_age):
 
 
 def check_plan(params, plan_path, check_mode):
-    text, why = read_root_file(plan_path)
+    text, why = read_root_record(plan_path)
     if text is None:
-        if why == "absent":
+        if why == ABSENT:
             return {"ready": False, "reason": "no full launch with these settings has passed on this master yet"}
-        return {"ready": False, "reason": f"the plan {plan_path} is {why}: not trusted"}
+        return {"ready": False, "reason": f"the plan {plan_path} {why}: not trusted"}
     try:
         plan = parse_plan(text)
     except PlanError as exc:
@@ -326,12 +305,12 @@ def check_plan(params, plan_path, check_mode):
     fresh, reason = plan_fresh(plan, params["inputs"], now)
     if not fresh:
         return {"ready": False, "reason": reason}
-    record, why = read_root_file(plan["smoke"]["record"])
+    record, _why = read_root_record(plan["smoke"]["record"])
     smoke = smoke_test_due(record or "", plan["smoke"]["fingerprint"], now, max_age=float(plan["smoke"]["max_age"]))
     if smoke["run"]:
         return {"ready": False, "reason": f"the smoke test is due ({smoke['reason']})"}
     run_id = params["run_id"] or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    if not RUN_ID.match(run_id):
+    if not RUN_ID.fullmatch(run_id):
         return {"ready": False, "reason": f"train_run_id '{run_id}' cannot name a folder (the full path says how)"}
     user, nodes = plan["user"], plan["nodes"]
     run_dir = plan["run_root"].rstrip("/") + "/" + run_id

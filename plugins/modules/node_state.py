@@ -189,7 +189,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
     gather_cpu_facts,
     probe_amx,
 )
-from ansible_collections.amx.cluster.plugins.module_utils.files import write_atomically
+from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.node_probe import dist_info_names
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     StampError,
@@ -291,21 +291,11 @@ def fingerprint(module, probe):
 
 def read_stamp(path, role):
     """(stamp or None, why not): only a regular file of root's with mode 0600 is read."""
+    text, why = read_root_record(path)
+    if text is None:
+        return None, "no stamp of an earlier run" if why == ABSENT else f"the stamp {path} {why}: not trusted"
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except FileNotFoundError:
-        return None, "no stamp of an earlier run"
-    except OSError as exc:
-        return None, f"the stamp {path} cannot be opened ({type(exc).__name__}; a symlink is refused)"
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_uid != 0 or stat.S_IMODE(info.st_mode) & 0o077:
-            return None, f"the stamp {path} is not a file of root's with mode 0600: not trusted"
-        raw = handle.read(1 << 22)
-    try:
-        return parse_stamp(raw.decode("utf-8"), role), ""
-    except UnicodeDecodeError:
-        return None, f"the stamp {path} is not text: not trusted"
+        return parse_stamp(text, role), ""
     except StampError as exc:
         return None, f"{exc}: not trusted"
 

@@ -17,6 +17,8 @@ import json
 import os
 from typing import Any, Dict, Iterable, List, Mapping
 
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import collection_version
 
 # The collection's folders whose files change what a launch does.
@@ -107,7 +109,7 @@ def forced(hosts: Mapping[str, Mapping[str, Any]], names: List[str]) -> List[str
     on: List[str] = []
     for name in names:
         for variables in hosts.values():
-            if str(variables.get(name, "false")).strip().lower() in ("1", "true", "yes", "on", "y", "t"):
+            if boolean(variables.get(name, False), strict=False):
                 on.append(name)
                 break
     return on
