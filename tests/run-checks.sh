@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 # Runs every check of the project, goes on past a failure so one run shows everything, and ends with a
-# summary: the last lines of each failed check (so the end of a CI log shows the cause), one line per check
-# with its time, then "checks: N passed, N failed".
+# summary: the last lines of each failed check, then its last failure lines (Ansible's "fatal:" and "FAILED!",
+# pytest's "E " lines, a traceback, each with what follows: a failed scenario's own last lines are its recap and
+# teardown, so only these put the cause at the end of a CI log), one line per check with its time, then
+# "checks: N passed, N failed".
 # Usage: run-checks.sh [-j N] NAME=COMMAND...   (each COMMAND is run with bash -c from the repository root)
 # With -j N, up to N checks run at once, started in the order given (put the long ones first); their output is
 # interleaved, each line prefixed with its check's name.
@@ -52,7 +54,9 @@ for spec in "$@"; do
   else
     failed=$((failed + 1))
     printf '\n=== %s failed; its last lines:\n' "$name"
-    tail -n 60 "$logs/$name.log"
+    tail -n 40 "$logs/$name.log"
+    printf '\n=== %s failed; where (its last failure lines, cut at 300 characters):\n' "$name"
+    grep -a -A 6 -E 'fatal: \[|FAILED! =>|ERROR!|^E   |Traceback' "$logs/$name.log" | cut -c 1-300 | tail -n 60
   fi
 done
 printf '\n=== summary (%s at once)\n' "$parallel"
