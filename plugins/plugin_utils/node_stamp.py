@@ -21,6 +21,9 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
 
 # Files of a role that do not change what it does.
 LEFT_OUT = ("README.md",)
+# Options that say how this run checks the node, not what the role makes of it: node_setup.yml sets
+# <role>_preflight_done where train.yml does not, and a new maximum age is applied when the stamp is read.
+RUN_OPTION_SUFFIXES = ("_preflight_done", "_stamp_max_age")
 
 
 def collection_version(role_path: str) -> str:
@@ -69,7 +72,8 @@ def node_stamp_inputs(variables: Mapping[str, Any], role_paths: List[str]) -> st
 
 
 def node_stamp_option_names(role_path: str, entry_point: str = "main") -> List[str]:
-    """The option names of a role's entry point, from its meta/argument_specs.yml, sorted."""
+    """The option names of a role's entry point, from its meta/argument_specs.yml, sorted, without the options that
+    only say how this run checks the node (RUN_OPTION_SUFFIXES)."""
     spec_file = os.path.join(role_path, "meta", "argument_specs.yml")
     if not os.path.isfile(spec_file):
         raise StampError(f"{role_path} has no meta/argument_specs.yml")
@@ -77,4 +81,5 @@ def node_stamp_option_names(role_path: str, entry_point: str = "main") -> List[s
         specs = (yaml.safe_load(handle) or {}).get("argument_specs") or {}
     if entry_point not in specs:
         raise StampError(f"{spec_file} has no entry point '{entry_point}'")
-    return sorted((specs[entry_point] or {}).get("options") or {})
+    options = (specs[entry_point] or {}).get("options") or {}
+    return sorted(name for name in options if not name.endswith(RUN_OPTION_SUFFIXES))
