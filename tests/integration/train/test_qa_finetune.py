@@ -268,8 +268,8 @@ def test_a_rank_whose_peer_never_comes_ends_at_the_first_collective_with_the_hin
 ):
     # What amx.cluster.train sets when it skipped the smoke test: rank 0 of 2 alone waits at the rendezvous for a
     # rank that never comes (a firewall between the nodes, say) and must end within the smoke test's timeout with its
-    # hint, not after torch's own half-hour.
-    started = time.monotonic()
+    # hint, not after torch's own half-hour: exit 124 and the message are the watch's, and the subprocess's limit (far
+    # below that half-hour, and no timed assertion: a loaded node imports slowly) fails the test if it never ends.
     done = subprocess.run(
         [
             str(train_python),
@@ -296,7 +296,6 @@ def test_a_rank_whose_peer_never_comes_ends_at_the_first_collective_with_the_hin
     assert "TimeoutError: rank 0" in done.stderr
     assert "did not complete within 25 s, the smoke test's timeout" in done.stderr
     assert done.stderr.rstrip().endswith("Where to look: the smoke test's hint.")
-    assert time.monotonic() - started < 120
 
 
 def test_a_bad_first_collective_timeout_is_refused(train_python, tiny_qa, tmp_path):
