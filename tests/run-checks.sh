@@ -62,7 +62,7 @@ done
 printf '\n=== summary (%s at once)\n' "$parallel"
 for spec in "$@"; do
   name=${spec%%=*}
-  printf '%-12s %-7s %5ss\n' "$name" "$(cat "$logs/$name.result")" "$(cat "$logs/$name.seconds")"
+  printf '%-22s %-7s %5ss\n' "$name" "$(cat "$logs/$name.result")" "$(cat "$logs/$name.seconds")"
 done
 echo "checks: $passed passed, $failed failed, $(( $(date +%s) - run_started ))s in all"
 [ "$failed" -eq 0 ]
