@@ -10,6 +10,8 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 
 # Scenarios in the order they build on each other; slow ones run with `make molecule-slow`.
 MOLECULE_SCENARIOS := default amx_check tcmalloc torch_stack hf_examples fleet
+# One scenario as a check of tests/run-checks.sh: $(call molecule-check,fleet).
+molecule-check = "molecule-$(1)=molecule test -s $(1)"
 MOLECULE_SLOW := ipex
 
 .PHONY: demo setup host-packages docker node-image lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
@@ -63,7 +65,7 @@ integration: setup host-packages node-image
 
 # Every scenario runs, past a failure, with its time in the summary (tests/run-checks.sh).
 molecule: setup host-packages node-image
-	@bash tests/run-checks.sh $(foreach s,$(MOLECULE_SCENARIOS),"molecule-$(s)=molecule test -s $(s)")
+	@bash tests/run-checks.sh $(foreach s,$(MOLECULE_SCENARIOS),$(call molecule-check,$(s)))
 
 molecule-slow: setup host-packages docker
 	@set -e; for s in $(MOLECULE_SLOW); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
@@ -81,20 +83,14 @@ build: setup
 
 # Two checks at once, longest first: tests/run-checks.sh starts the next check whenever one ends, so the fleet
 # scenario and the integration suite start together and the short checks fill in behind them (one molecule scenario
-# per check). Two at once, each check runs slower (the fleet scenario took 33 min alone and about 45 beside the
+# per check). Two at once, each check runs slower (the fleet scenario took 33 min alone and 50 beside the
 # integration suite), but the whole run is shorter than one check after the other. TEST_JOBS=1 runs them in turn.
 TEST_JOBS ?= 2
+TEST_CHECKS = $(call molecule-check,fleet) "integration=$(MAKE) -s integration" $(call molecule-check,torch_stack) \
+  "unit=$(MAKE) -s unit" $(foreach s,$(filter-out fleet torch_stack,$(MOLECULE_SCENARIOS)),$(call molecule-check,$(s))) \
+  "lint=$(MAKE) -s lint" "sanity=$(MAKE) -s sanity" "build=bash tests/build-install.sh" "bench=$(MAKE) -s bench-smoke"
 test: setup host-packages node-image
-	@bash tests/run-checks.sh -j $(TEST_JOBS) \
-	  "molecule-fleet=molecule test -s fleet" \
-	  "integration=$(MAKE) -s integration" \
-	  "molecule-torch_stack=molecule test -s torch_stack" \
-	  "unit=$(MAKE) -s unit" \
-	  $(foreach s,$(filter-out fleet torch_stack,$(MOLECULE_SCENARIOS)),"molecule-$(s)=molecule test -s $(s)") \
-	  "lint=$(MAKE) -s lint" \
-	  "sanity=$(MAKE) -s sanity" \
-	  "build=bash tests/build-install.sh" \
-	  "bench=$(MAKE) -s bench-smoke"
+	@bash tests/run-checks.sh -j $(TEST_JOBS) $(TEST_CHECKS)
 
 clean:
 	rm -rf .cache/dist tests/output
