@@ -5,7 +5,7 @@
 `include_role`, with facts gathered and not, on a host of the user's own name (not a node name, not localhost);
 then each tag a role's README documents, alone; then the ssh_mesh README's key rotation command as written.
 
-The cases of one entry point share a playbook: one play per import style and facts setting, the plain play a user
+The cases of one entry point share a playbook: one play per import style (see import_cases), the plain play a user
 writes (an import_role or include_role inside a block whose rescue lets the playbook go on; a `roles:` play last,
 as a play whose every host failed ends the run), and between two of them a play that drops the gathered facts and
 the failed state of the one before. (What the role set with set_fact in an earlier play stays: it does not reach
@@ -153,14 +153,18 @@ BAD_INPUT = (
     ),
 )
 
-# `roles:` reaches the main entry point only (a play's role entry takes no tasks_from).
-CASES = [
-    Case(entry, style, facts)
-    for entry in ENTRIES
-    for style in STYLES
-    if style != "roles" or entry.entry == "main"
-    for facts in (False, True)
-] + [Case(entry, "import_role", True) for entry in BAD_INPUT]
+
+def import_cases(index: int, entry: Entry) -> List[Case]:
+    """Every import style of an entry point once, facts gathered and not in turn, the turn starting the other way
+    at the next entry point: each entry point runs with facts and without, and across them every style meets both.
+    (`roles:` reaches the main entry point only: a play's role entry takes no tasks_from.)"""
+    styles = STYLES if entry.entry == "main" else STYLES[1:]
+    return [Case(entry, style, (index + turn) % 2 == 1) for turn, style in enumerate(styles)]
+
+
+CASES = [case for index, entry in enumerate(ENTRIES) for case in import_cases(index, entry)] + [
+    Case(entry, "import_role", True) for entry in BAD_INPUT
+]
 
 
 def documented_tags(role: str) -> List[str]:
