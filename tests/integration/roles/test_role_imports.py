@@ -158,7 +158,7 @@ def import_cases(index: int, entry: Entry) -> List[Case]:
     """Every import style of an entry point once, facts gathered and not in turn, the turn starting the other way
     at the next entry point: each entry point runs with facts and without, and across them every style meets both.
     (`roles:` reaches the main entry point only: a play's role entry takes no tasks_from.)"""
-    styles = STYLES if entry.entry == "main" else STYLES[1:]
+    styles = [style for style in STYLES if style != "roles" or entry.entry == "main"]
     return [Case(entry, style, (index + turn) % 2 == 1) for turn, style in enumerate(styles)]
 
 
