@@ -44,14 +44,16 @@ from typing import Any, Dict, Iterator, List
 
 from benchlib.machine import load_average
 from benchlib.paths import RESULTS, require_venv_tools
+from benchlib.rate_limit import parse_rate
 from benchlib.results import dated_folder, write_report
 from bringup.harness import Harness, log
 from bringup.measure import Bench
 from bringup.node_resources import cpu_cap_options
-from bringup.report import NOTES, machine, markdown, scaling_report
-from bringup.settings import EVERYDAY_RUNS, PROFILE
+from bringup.package_index import PackageIndex
+from bringup.report import machine, markdown, notes, scaling_report
+from bringup.settings import EVERYDAY_RUNS, INDEX_CACHE, PROFILE
 from bringup.summary import summarise
-from bringup.wheels import find_torch_wheel
+from bringup.wheels import find_torch_wheel, index_folder
 
 
 @contextlib.contextmanager
@@ -105,6 +107,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         type=float,
         help="cap every container node at this many CPUs (docker run --cpus; default: no cap, all share one pool)",
     )
+    parser.add_argument(
+        "--index-rate",
+        metavar="RATE",
+        help="serve every wheel, torch included, from a package index of the benchmark's own on this machine at RATE "
+        "per client (e.g. 25MB: each node and the controller get a link of their own), to the controller and to "
+        "the baseline's nodes alike; needs the cold wheelhouse (default: the machine's pip sources)",
+    )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the logs and inventories (path printed)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -117,8 +126,13 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         parser.error("--everyday-runs must be 0 or more (0 skips the everyday launches)")
     try:
         args.node_options = cpu_cap_options(args.node_cpus)
+        args.index_rate_bytes = parse_rate(args.index_rate) if args.index_rate else None
     except ValueError as error:
         parser.error(str(error))
+    if args.index_rate and args.wheelhouse != "cold":
+        parser.error(
+            "--index-rate measures downloads: it needs --wheelhouse cold (a shared wheelhouse downloads nothing)"
+        )
     return args
 
 
@@ -154,11 +168,23 @@ def main() -> int:
     one_node: Dict[str, Any] = {}
     error = ""
     bench = Bench(args, harness, workdir)
+    index_info: Dict[str, Any] = {}
     try:
         with terminated_as_interrupt():
-            if not args.skip_baseline:
+            if not args.skip_baseline or args.index_rate:
                 bench.torch_wheel = args.torch_wheel or find_torch_wheel(bench.profile["packages"]["torch"])
             harness.setup()
+            if args.index_rate:
+                assert bench.torch_wheel is not None
+                folder = index_folder(bench.profile, bench.torch_wheel, INDEX_CACHE)
+                bench.index = PackageIndex(folder, args.index_rate_bytes, host=harness.gateway())
+                wheels = sorted(folder.glob("*.whl"))
+                index_info = {
+                    "rate_bytes_per_second": args.index_rate_bytes,
+                    "wheels": len(wheels),
+                    "wheel_bytes": sum(w.stat().st_size for w in wheels),
+                }
+                log(f"package index {bench.index.url}: {len(wheels)} wheels, {args.index_rate} per client")
             for index in range(1, args.runs + 1):
                 runs.append({"run": index})
                 bench.one_run(index, runs[-1])
@@ -168,6 +194,8 @@ def main() -> int:
         error = str(exc) or type(exc).__name__
         print(f"bringup_bench: stopped: {error}", file=sys.stderr)
     finally:
+        if bench.index:
+            bench.index.close()
         harness.remove()
         left = harness.containers()
         if left:
@@ -186,12 +214,13 @@ def main() -> int:
         "smoke": args.smoke,
         "wheelhouse": args.wheelhouse,
         "node_cpus": args.node_cpus,
+        "index": index_info or None,
         "everyday_runs": 0 if args.skip_train else args.everyday_runs,
         "profile": {"name": PROFILE, "packages": bench.profile["packages"]},
         "torch_wheel": str(bench.torch_wheel) if bench.torch_wheel else None,
         "summary": summarise(args.nodes, runs, one_node),
         "skipped": skipped,
-        "notes": NOTES,
+        "notes": notes(bool(index_info)),
         "machine": machine(load_before),
         "measurements": runs,
         "one_node_provision": one_node or None,

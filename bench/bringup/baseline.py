@@ -8,22 +8,33 @@ from __future__ import annotations
 import pathlib
 import shlex
 import time
+import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 from .harness import Cluster, log
 from .settings import HOST_CA_BUNDLE, TCMALLOC_PACKAGE
-from .wheels import downloaded_bytes
+from .wheels import downloaded_bytes, profile_requirements
 
 REMOTE_CA_BUNDLE = "/tmp/host-ca.crt"
 
 
-def baseline_steps(torch_wheel: pathlib.Path, profile: Dict[str, Any]) -> List[Tuple[str, Optional[str]]]:
-    """(step name, shell command on the node) in order; None: the copy of the CA bundle and torch wheel."""
-    pins = [f"{name}=={version}" for name, version in profile["packages"].items() if name != "torch"]
-    remote_wheel = f"/tmp/{torch_wheel.name}"
-    pip_env = f"PIP_CERT={REMOTE_CA_BUNDLE} PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off"
+def baseline_steps(
+    torch_wheel: pathlib.Path, profile: Dict[str, Any], index_url: Optional[str] = None
+) -> List[Tuple[str, Optional[str]]]:
+    """(step name, shell command on the node) in order; None: the copy of the CA bundle and torch wheel. With
+    `index_url` (the benchmark's own http index, torch on it) every pin comes from there and nothing is copied."""
+    if index_url:
+        requirements = profile_requirements(profile)
+        source = ["--index-url", index_url, "--trusted-host", urllib.parse.urlsplit(index_url).hostname or ""]
+        pip_env = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off"
+        copy: List[Tuple[str, Optional[str]]] = []
+    else:
+        pins = [r for r in profile_requirements(profile) if not r.startswith("torch==")]
+        requirements, source = [f"/tmp/{torch_wheel.name}", *pins], []
+        pip_env = f"PIP_CERT={REMOTE_CA_BUNDLE} PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off"
+        copy = [("copy_ca_and_torch_wheel", None)]
     return [
-        ("copy_ca_and_torch_wheel", None),
+        *copy,
         (
             "apt_tcmalloc",
             f"sudo DEBIAN_FRONTEND=noninteractive apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive "
@@ -32,16 +43,18 @@ def baseline_steps(torch_wheel: pathlib.Path, profile: Dict[str, Any]) -> List[T
         ("venv", "python3 -m venv ~/bench-venv"),
         (
             "pip_install",
-            f"{pip_env} ~/bench-venv/bin/pip install --log /tmp/pip.log -q {shlex.quote(remote_wheel)} "
-            + " ".join(shlex.quote(p) for p in pins),
+            f"{pip_env} ~/bench-venv/bin/pip install --log /tmp/pip.log -q "
+            + " ".join(shlex.quote(arg) for arg in [*source, *requirements]),
         ),
         ("import_check", "~/bench-venv/bin/python -c 'import torch, transformers, accelerate, datasets'"),
     ]
 
 
-def baseline(cluster: Cluster, torch_wheel: pathlib.Path, profile: Dict[str, Any]) -> Dict[str, Any]:
+def baseline(
+    cluster: Cluster, torch_wheel: pathlib.Path, profile: Dict[str, Any], index_url: Optional[str] = None
+) -> Dict[str, Any]:
     """The recipe's steps by hand, node after node over SSH; seconds per step and node, bytes pip downloaded."""
-    steps = baseline_steps(torch_wheel, profile)
+    steps = baseline_steps(torch_wheel, profile, index_url)
     per_node = []
     started = time.monotonic()
     for node in cluster.nodes:

@@ -46,6 +46,11 @@ class Harness:
         run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.prefix, "-f", str(self.key)])
         run(["docker", "network", "create", "--label", f"amx-cluster-test={self.prefix}", self.prefix])
 
+    def gateway(self) -> str:
+        """This machine's address on the benchmark's network: where the nodes reach a service of the controller's."""
+        inspect = ["docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", self.prefix]
+        return run(inspect).stdout.strip()
+
     def cluster(self, name: str, size: int) -> Cluster:
         nodes = []
         for index in range(size):

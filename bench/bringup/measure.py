@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import pathlib
 import shlex
 import shutil
+import urllib.parse
 from typing import Any, Dict, List, Optional
 
 import yaml
@@ -19,6 +21,7 @@ from benchlib.paths import REPO
 
 from .baseline import baseline
 from .harness import Cluster, Harness, log
+from .package_index import PackageIndex
 from .playbooks import ansible_env, launch_path, plan_kept, playbook
 from .settings import LAUNCH_PLAN_DIR, MIN_GLOBAL_BATCH, NODE_USER, PROCESSES_PER_NODE
 from .wheels import native_profile, wheelhouse_bytes
@@ -53,6 +56,15 @@ def path_said(one_step: Optional[bool], reason: Optional[str]) -> str:
     return "one step" if one_step else f"full path ({reason})"
 
 
+# pip's settings (environment variables) that choose where packages come from.
+PIP_SOURCES = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONSTRAINT")
+
+
+def sent_since(now: Dict[str, int], before: Dict[str, int], client: str) -> int:
+    """Bytes the package index sent `client` between two readings of its counters."""
+    return now.get(client, 0) - before.get(client, 0)
+
+
 class Bench:
     def __init__(self, args: argparse.Namespace, harness: Harness, workdir: pathlib.Path) -> None:
         self.args = args
@@ -60,27 +72,53 @@ class Bench:
         self.workdir = workdir
         self.profile = native_profile()
         self.torch_wheel: Optional[pathlib.Path] = None
+        # The benchmark's own rate-limited package index (--index-rate), or None: the machine's pip sources.
+        self.index: Optional[PackageIndex] = None
 
     def provision_vars(self, cluster: Cluster) -> Dict[str, Any]:
-        """Cold: a wheelhouse cache and pip cache of this cluster's own, so the controller downloads everything."""
+        """Cold: a wheelhouse cache and pip cache of this cluster's own, so the controller downloads everything;
+        with the benchmark's index, from there only."""
         if self.args.wheelhouse == "shared":
             return {}
+        pip_args = ["--log", str(cluster.dir / "pip-download.log")]
+        index_vars: Dict[str, Any] = {}
+        if self.index:
+            pip_args += ["--trusted-host", urllib.parse.urlsplit(self.index.url).hostname]
+            index_vars = {"torch_stack_index_url": self.index.url}
         return {
             "torch_stack_controller_cache": str(cluster.dir / "wheelhouse"),
-            "torch_stack_controller_pip_extra_args": ["--log", str(cluster.dir / "pip-download.log")],
+            "torch_stack_controller_pip_extra_args": pip_args,
+            **index_vars,
         }
 
     def env(self, cluster: Cluster) -> Dict[str, str]:
         extra = {"PIP_CACHE_DIR": str(cluster.dir / "pip-cache")} if self.args.wheelhouse == "cold" else {}
-        return ansible_env(self.workdir, extra)
+        env = ansible_env(self.workdir, extra)
+        if self.index:
+            # The controller's pip reads neither this machine's pip configuration nor its wheel folders: every
+            # wheel comes through the index, as it does for the baseline's nodes.
+            for name in PIP_SOURCES:
+                env.pop(name, None)
+            env["PIP_CONFIG_FILE"] = os.devnull
+        return env
+
+    def index_sent(self) -> Dict[str, int]:
+        return self.index.sent if self.index else {}
 
     def provision(self, cluster: Cluster, result: Dict[str, Any], twice: bool = True) -> None:
         """provision.yml (and again when `twice`) on the cluster; each figure goes into `result` as it is measured."""
         inventory = cluster.inventory(extra=self.provision_vars(cluster))
         env = self.env(cluster)
+        before = self.index_sent()
         first = playbook(REPO / "playbooks" / "provision.yml", inventory, cluster.dir / "provision-1.log", env)
         log(f"  provision.yml on {len(cluster.nodes)} node(s): {first['seconds']:.1f}s, {first['changed']} changed")
         result["first"] = first
+        if self.index:
+            now = self.index_sent()
+            result["index_sent"] = {
+                "controller": sent_since(now, before, self.harness.gateway()),
+                "nodes": sum(sent_since(now, before, node["address"]) for node in cluster.nodes),
+            }
         if self.args.wheelhouse == "cold":
             result["bytes"] = wheelhouse_bytes(cluster.dir / "wheelhouse", cluster.dir / "pip-download.log")
             log(f"  wheelhouse: {result['bytes']['from_index_bytes'] / 1e6:.1f} MB from the index")
@@ -224,7 +262,14 @@ class Bench:
                 log(f"run {index}: {part} on {nodes} fresh node(s)")
                 if part == "baseline":
                     assert self.torch_wheel is not None
-                    result["baseline"] = baseline(cluster, self.torch_wheel, self.profile)
+                    before = self.index_sent()
+                    index_url = self.index.url if self.index else None
+                    result["baseline"] = baseline(cluster, self.torch_wheel, self.profile, index_url)
+                    if self.index:
+                        now = self.index_sent()
+                        for node in result["baseline"]["nodes"]:
+                            address = next(n["address"] for n in cluster.nodes if n["name"] == node["node"])
+                            node["index_sent"] = sent_since(now, before, address)
                     log(f"  baseline: {result['baseline']['seconds']:.1f}s")
                 else:
                     self.provision(cluster, result.setdefault("provision", {}))

@@ -32,6 +32,14 @@ def markdown(report: Dict[str, Any]) -> str:
     cpus = report.get("node_cpus")
     unit = "CPU" if cpus == 1 else "CPUs"
     capped = [f"Every node capped at {cpus:g} {unit} (`docker run --cpus`).", ""] if cpus else []
+    index = report.get("index")
+    if index:
+        capped += [
+            f"Every wheel, torch included, from the benchmark's own package index on this machine "
+            f"({index['wheels']} wheels, {mb(index['wheel_bytes'])}), at most {mb(index['rate_bytes_per_second'])}/s "
+            "per client: the controller's pip for provision.yml, every node's pip for the baseline.",
+            "",
+        ]
     lines = [
         f"# Bring-up benchmark, {report['date']}",
         "",
@@ -57,6 +65,12 @@ def markdown(report: Dict[str, Any]) -> str:
         target = t["provision_vs_baseline"]
         ratio = s["provision_to_baseline"]
         row("provision / baseline", f"{ratio['of_medians']:.2f}x", ratio["runs"], target["target"], target["met"])
+    if "index_sent_to_controller" in s:
+        sent = s["index_sent_to_controller"]
+        row("from the index, controller, a provision.yml", mb(sent["median"]), [mb(v) for v in sent["runs"]])
+    if "index_sent_to_baseline_node" in s:
+        sent = s["index_sent_to_baseline_node"]
+        row("from the index, a baseline node", mb(sent["median"]), [mb(v) for v in sent["runs"]])
     if "first_run_changed" in s:
         row("changed, first provision.yml", str(s["first_run_changed"][0]), s["first_run_changed"])
     if "second_run_seconds" in s:
@@ -227,40 +241,79 @@ def everyday_section(report: Dict[str, Any]) -> List[str]:
     return lines
 
 
-NOTES = [
-    "Every measurement starts on fresh containers (Debian bookworm, sshd, the image of tests/cluster/node-image.sh); "
-    "baseline and provision alternate which goes first from run to run.",
-    "provision.yml: `ansible-playbook -i <inventory> playbooks/provision.yml` with the fleet scenario's group_vars "
-    "(native profile, no PyTorch index, AMX not required), wall time of the command. With a cold wheelhouse the "
-    "controller downloads every wheel (an empty pip cache and wheelhouse folder of the run's own), as the baseline's "
-    "nodes do; the torch wheel comes from this machine's wheel folder, as the profile's torch==2.13.0 does for the "
-    "controller's pip.",
-    "Baseline: one node after the other over SSH as the sudo user: scp the host's CA bundle and the same torch wheel "
-    "(nodes cannot see the host's wheel folder; the role copies its wheelhouse to every node too), `apt-get update` "
-    "and `apt-get install libgoogle-perftools-dev python3-venv`, `python3 -m venv`, `pip install <torch wheel> "
-    "<the native profile's other pins>` from the package index with PIP_CERT, then one import of the stack. It does "
-    "less than the role (no manifest, no verification beyond the import, no SSH mesh or hostfile).",
+NOTES = [  # the notes every report has, after those on where the wheels come from
     "All containers share this machine's CPUs (and whatever else runs on it: see the load average below). "
-    "provision.yml installs on all nodes at once, which on separate machines is where its lead over a node-by-node "
-    "baseline comes from; here the parallel installs compete for the same cores, so the ratio shows the work each "
-    "approach does rather than the wall time separate machines would see.",
+    "provision.yml installs on all nodes at once, which on separate machines is where its lead over a "
+    "node-by-node baseline comes from; here the parallel installs compete for the same cores, so the ratio shows "
+    "the work each approach does rather than the wall time separate machines would see.",
     "Second run: provision.yml again on the same nodes; changed = sum over hosts of the PLAY RECAP.",
-    "Launch overhead: train.yml's wall time minus the training job's own time (run.json job.seconds: mpirun start "
-    "to end on the master, each rank's Python start and import included). A full launch includes the one-step "
+    "Launch overhead: train.yml's wall time minus the training job's own time (run.json job.seconds: mpirun start"
+    " to end on the master, each rank's Python start and import included). A full launch includes the one-step "
     "launch's hand-over, the node roles' read-only pass, the gates, the collective smoke test (run.json "
     "smoke.seconds), fetching the results and keeping the plan; it is judged on the last train.yml on N nodes of "
-    "the scaling sequence (the master's one-step plans are removed before it, so it takes the full path). The first "
-    "one on a fresh cluster also installs MPICH and makes the tiny data set, and is shown apart.",
+    "the scaling sequence (the master's one-step plans are removed before it, so it takes the full path). The "
+    "first one on a fresh cluster also installs MPICH and makes the tiny data set, and is shown apart.",
     "Everyday launch: right after that full launch, train.yml --everyday-runs times on the same N nodes with its "
-    "settings (the same inventory file and extra vars, a new train_run_id each time). Its overhead is measured the "
-    "same way, whichever path it takes; the path comes from train.yml's standard error (`one-step launch [<master>] "
-    "run <id>: ...` or `... the full path runs: <reason>`), and the report gives the reason of every hand-over. "
-    "Its target is judged on the median of all everyday launches of all runs.",
-    "Scaling: train.yml on N, 1, .., N-1, then N nodes again of the provisioned cluster (for fewer than N, an MPI "
-    "hostfile of the first nodes written by amx.cluster.mpi_hostfile, passed as train_hostfile), the same global "
-    "batch and data every time; samples/s = the Trainer's train_samples_per_second (metrics.json), the median per "
-    "node count goes to amx.cluster.scaling_report.",
+    "settings (the same inventory file and extra vars, a new train_run_id each time). Its overhead is measured "
+    "the same way, whichever path it takes; the path comes from train.yml's standard error (`one-step launch "
+    "[<master>] run <id>: ...` or `... the full path runs: <reason>`), and the report gives the reason of every "
+    "hand-over. Its target is judged on the median of all everyday launches of all runs.",
+    "Scaling: train.yml on N, 1, .., N-1, then N nodes again of the provisioned cluster (for fewer than N, an MPI"
+    " hostfile of the first nodes written by amx.cluster.mpi_hostfile, passed as train_hostfile), the same global"
+    " batch and data every time; samples/s = the Trainer's train_samples_per_second (metrics.json), the median "
+    "per node count goes to amx.cluster.scaling_report.",
 ]
+
+
+def notes(index: bool) -> List[str]:
+    """How it is measured, as the report says it; `index`: every wheel came from the benchmark's own index."""
+    if index:
+        sources = (
+            "With a cold wheelhouse the controller downloads every wheel (an empty pip cache and wheelhouse folder of "
+            "the run's own) from the benchmark's package index only (PIP_CONFIG_FILE=/dev/null: none of this "
+            "machine's pip sources), torch included, as the baseline's nodes do."
+        )
+        baseline = (
+            "Baseline: one node after the other over SSH as the sudo user: `apt-get update` and `apt-get install "
+            "libgoogle-perftools-dev python3-venv`, `python3 -m venv`, `pip install` of the native profile's pins, "
+            "torch included, from the benchmark's package index, then one import of the stack."
+        )
+    else:
+        sources = (
+            "With a cold wheelhouse the controller downloads every wheel (an empty pip cache and wheelhouse folder of "
+            "the run's own), as the baseline's nodes do; the torch wheel comes from this machine's wheel folder, as "
+            "the profile's torch==2.13.0 does for the controller's pip."
+        )
+        baseline = (
+            "Baseline: one node after the other over SSH as the sudo user: scp the host's CA bundle and the same "
+            "torch wheel (nodes cannot see the host's wheel folder; the role copies its wheelhouse to every node "
+            "too), `apt-get update` and `apt-get install libgoogle-perftools-dev python3-venv`, `python3 -m venv`, "
+            "`pip install <torch wheel> <the native profile's other pins>` from the package index with PIP_CERT, "
+            "then one import of the stack."
+        )
+    model = (
+        [
+            "The package index: the wheels of one `pip download` of the profile's pins (made once, not timed), served "
+            "over http from this machine by bench/bringup/package_index.py, every client address (each node, and the "
+            "controller on the network's gateway) paced by a token bucket of its own, so each gets the stated rate as "
+            "over a link of its own. What the model leaves out: the index's own latency and TLS, a shared uplink or a "
+            "cloud's per-instance limits, the Debian mirror (apt still comes through this machine's one connection, "
+            "for both sides), and the copy of the wheelhouse from the controller to each node (SSH over the bridge, "
+            "not paced)."
+        ]
+        if index
+        else []
+    )
+    return [
+        "Every measurement starts on fresh containers (Debian bookworm, sshd, the image of "
+        "tests/cluster/node-image.sh); baseline and provision alternate which goes first from run to run.",
+        "provision.yml: `ansible-playbook -i <inventory> playbooks/provision.yml` with the fleet scenario's "
+        f"group_vars (native profile, no PyTorch index, AMX not required), wall time of the command. {sources}",
+        f"{baseline} It does less than the role (no manifest, no verification beyond the import, no SSH mesh or "
+        "hostfile).",
+        *model,
+        *NOTES,
+    ]
 
 
 def machine(load_before: str) -> Dict[str, Any]:

@@ -5,11 +5,14 @@
 
 from __future__ import annotations
 
+import pathlib
 from typing import Any, Dict
 
 from benchlib.paths import REPO
 
 TOOLS = REPO / "tests" / "cluster"
+# The wheels the benchmark's own package index serves (--index-rate), one folder per pin set (bringup.wheels).
+INDEX_CACHE = pathlib.Path.home() / ".cache" / "amx.cluster" / "bench-index"
 PROFILES = REPO / "roles" / "torch_stack" / "vars" / "profiles.yml"
 PROFILE = "native"
 NODE_USER = "amx"  # the sudo user of the node image (tests/cluster/node-image.sh)

@@ -66,6 +66,12 @@ def summarise(nodes: int, runs: List[Dict[str, Any]], one_node: Dict[str, Any]) 
             "measured": of_medians,
             "met": of_medians <= TARGET_PROVISION_RATIO,
         }
+    controller_sent = [p["index_sent"]["controller"] for p in provisions if "index_sent" in p]
+    node_sent = [n["index_sent"] for r in runs if "baseline" in r for n in r["baseline"]["nodes"] if "index_sent" in n]
+    if controller_sent:
+        summary["index_sent_to_controller"] = {"runs": controller_sent, "median": rounded_median(controller_sent)}
+    if node_sent:
+        summary["index_sent_to_baseline_node"] = {"runs": node_sent, "median": rounded_median(node_sent)}
     measured_bytes = {str(nodes): p["bytes"] for p in provisions if "bytes" in p}
     if "bytes" in one_node:
         measured_bytes["1"] = one_node["bytes"]

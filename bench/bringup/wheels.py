@@ -7,9 +7,11 @@ the controller fetched for the wheelhouse (from pip's log)."""
 from __future__ import annotations
 
 import glob
+import hashlib
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -60,14 +62,20 @@ def wheelhouse_bytes(cache: pathlib.Path, pip_log: pathlib.Path) -> Dict[str, An
 
 
 def classify_wheels(sizes: Dict[str, int], pip_log: str) -> Dict[str, Any]:
-    """Wheel sizes by source, from pip's `Added <requirement> from <url> ... to build tracker` lines (https: the
-    package index; file: a folder on this machine)."""
+    """Wheel sizes by source, from pip's `Added <requirement> from <url> ... to build tracker` lines (http(s): a
+    package index, the benchmark's own included; file: a folder on this machine)."""
     sources = {urllib.parse.unquote(url.rsplit("/", 1)[-1]): url for url in PIP_ADDED.findall(pip_log)}
     by_source = {"index": 0, "local_disk": 0, "unknown": 0}
     files = []
     for wheel, size in sorted(sizes.items()):
         url = sources.get(wheel, "")
-        kind = "index" if url.startswith("https://") else "local_disk" if url.startswith("file:") else "unknown"
+        kind = (
+            "index"
+            if url.startswith(("https://", "http://"))
+            else "local_disk"
+            if url.startswith("file:")
+            else "unknown"
+        )
         by_source[kind] += size
         files.append({"wheel": wheel, "bytes": size, "source": kind})
     return {
@@ -76,7 +84,7 @@ def classify_wheels(sizes: Dict[str, int], pip_log: str) -> Dict[str, Any]:
         "from_index_bytes": by_source["index"],
         "from_local_disk_bytes": by_source["local_disk"],
         "unknown_source_bytes": by_source["unknown"],
-        "index_pages_fetched": len(re.findall(r"Fetched page https://", pip_log)),
+        "index_pages_fetched": len(re.findall(r"Fetched page https?://", pip_log)),
         "files": files,
     }
 
@@ -84,3 +92,31 @@ def classify_wheels(sizes: Dict[str, int], pip_log: str) -> Dict[str, Any]:
 def downloaded_bytes(pip_log: str) -> int:
     """What pip downloaded, from its rounded `Downloading <file> (<size> <unit>)` lines (an approximation)."""
     return int(sum(float(number) * UNITS[unit] for _wheel, number, unit in PIP_DOWNLOADING.findall(pip_log)))
+
+
+def profile_requirements(profile: Dict[str, Any]) -> List[str]:
+    """The profile's pins as pip requirements, torch among them."""
+    return [f"{name}=={version}" for name, version in profile["packages"].items()]
+
+
+def index_folder(profile: Dict[str, Any], torch_wheel: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
+    """A folder with every wheel the profile installs, dependencies and torch included, for the benchmark's own
+    package index: `pip download` of the pins with this machine's pip configuration (so torch comes from the wheel
+    on disk), for this Python, which is the nodes' too (Debian bookworm's 3.11). Made once per pin set and wheel, in
+    `cache`; not timed (it stands for the index's contents, not for a download anyone waits for)."""
+    key = hashlib.sha256("\n".join([torch_wheel.name, *profile_requirements(profile)]).encode()).hexdigest()[:16]
+    folder = cache / key
+    if (folder / ".complete").exists():
+        return folder
+    partial = cache / f"{key}.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    pins = [r for r in profile_requirements(profile) if not r.startswith("torch==")]
+    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(partial)]
+    proc = subprocess.run([*argv, str(torch_wheel), *pins], capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"pip download of the index's wheels failed:\n{(proc.stdout + proc.stderr)[-3000:]}")
+    (partial / ".complete").touch()
+    shutil.rmtree(folder, ignore_errors=True)
+    partial.rename(folder)
+    return folder

@@ -2,16 +2,27 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The parts that make the containers look like separate machines: the per-client rate limit's arithmetic (on a
-clock of the test's own), the package index's pages, and the per-node CPU cap."""
+clock of the test's own), the package index (its pages, and pip downloading from it on 127.0.0.1), the per-node CPU
+cap, and how the benchmark points the controller and the baseline at the index."""
 
 from __future__ import annotations
 
 import copy
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import types
+import urllib.error
+import urllib.request
+import zipfile
 
 import bringup_bench
 import pytest
 from benchlib.rate_limit import PerClientLimit, TokenBucket, parse_rate
-from bringup import node_resources, package_index, report
+from bringup import baseline, measure, node_resources, package_index, report, wheels
+from conftest import BENCH
 
 
 class Clock:
@@ -146,3 +157,125 @@ def test_the_report_says_when_nodes_were_capped(bringup_report):
     capped["node_cpus"] = 1.0
     assert "Every node capped at 1 CPU (`docker run --cpus`)." in report.markdown(capped)
     assert "capped" not in report.markdown(bringup_report)
+
+
+def tiny_wheel(folder, name="tiny_pkg", version="1.0"):
+    """A wheel pip accepts: its metadata, WHEEL file and RECORD, nothing to import."""
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    path = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for member, text in files.items():
+            wheel.writestr(member, text)
+        wheel.writestr(f"{dist}/RECORD", "".join(f"{member},,\n" for member in files) + f"{dist}/RECORD,,\n")
+    return path
+
+
+def test_pip_downloads_from_the_index_and_every_byte_is_counted(tmp_path):
+    served, dest = tmp_path / "served", tmp_path / "dest"
+    served.mkdir()
+    wheel = tiny_wheel(served)
+    with package_index.PackageIndex(served, rate=10e6) as index:
+        pip = [sys.executable, "-m", "pip", "download", "--no-deps", "--dest", str(dest), "--index-url", index.url]
+        env = {**os.environ, "PIP_CONFIG_FILE": os.devnull}  # this machine's indexes and wheel folders: not seen
+        for name in ("PIP_FIND_LINKS", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_CONSTRAINT"):
+            env.pop(name, None)
+        proc = subprocess.run([*pip, "Tiny.Pkg==1.0"], capture_output=True, text=True, env=env, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert (dest / wheel.name).read_bytes() == wheel.read_bytes()
+        sent = index.sent["127.0.0.1"]
+        assert sent > wheel.stat().st_size  # the wheel and the project's page
+        missing = subprocess.run([*pip, "absent-pkg"], capture_output=True, text=True, env=env, check=False)
+        assert missing.returncode != 0
+        assert "No matching distribution found for absent-pkg" in missing.stderr
+
+
+def test_the_index_serves_only_its_wheels(tmp_path):
+    (tmp_path / "secret.txt").write_text("not a wheel")
+    tiny_wheel(tmp_path)
+    with package_index.PackageIndex(tmp_path, rate=10e6) as index:
+        base = index.url.rsplit("/simple/", 1)[0]
+        for path in ("/files/secret.txt", "/files/../secret.txt", "/other"):
+            with pytest.raises(urllib.error.HTTPError, match="404"):
+                urllib.request.urlopen(base + path, timeout=10)
+        with urllib.request.urlopen(base + "/simple/Tiny_Pkg", timeout=10) as page:  # the name as written
+            assert "tiny_pkg-1.0-py3-none-any.whl" in page.read().decode()
+
+
+def test_an_empty_folder_is_no_index(tmp_path):
+    with pytest.raises(ValueError, match=r"no wheels in .*: the package index would be empty"):
+        package_index.PackageIndex(tmp_path, rate=10e6)
+
+
+def test_the_command_line_takes_an_index_rate(capsys):
+    assert bringup_bench.parse_args(["--index-rate", "25MB"]).index_rate_bytes == 25e6
+    assert bringup_bench.parse_args([]).index_rate_bytes is None
+    with pytest.raises(SystemExit):
+        bringup_bench.parse_args(["--index-rate", "fast"])
+    assert "a rate is a positive number" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        bringup_bench.parse_args(["--index-rate", "25MB", "--wheelhouse", "shared"])
+    assert "--index-rate measures downloads: it needs --wheelhouse cold" in capsys.readouterr().err
+
+
+def test_with_the_index_the_baseline_takes_every_pin_from_it():
+    profile = {"packages": {"torch": "2.13.0", "transformers": "4.57.1"}}
+    wheel = pathlib.Path("/wheels/torch-2.13.0-cp311-cp311-linux_x86_64.whl")
+    steps = baseline.baseline_steps(wheel, profile, "http://172.30.0.1:8765/simple/")
+    assert [name for name, _command in steps] == ["apt_tcmalloc", "venv", "pip_install", "import_check"]
+    pip_install = dict(steps)["pip_install"]
+    assert pip_install.endswith(
+        "--index-url http://172.30.0.1:8765/simple/ --trusted-host 172.30.0.1 torch==2.13.0 transformers==4.57.1"
+    )
+    assert "PIP_CERT" not in pip_install and "/tmp/torch" not in pip_install
+
+
+def test_with_the_index_the_controllers_pip_sees_nothing_else(tmp_path, monkeypatch):
+    tiny_wheel(tmp_path)
+    monkeypatch.setenv("PIP_FIND_LINKS", "/opt/wheels")
+    monkeypatch.setenv("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt")
+    args = bringup_bench.parse_args(["--index-rate", "25MB"])
+    bench = measure.Bench(args, harness=None, workdir=tmp_path)
+    cluster = types.SimpleNamespace(dir=tmp_path / "c1")
+    assert "PIP_FIND_LINKS" in bench.env(cluster)  # without the index: the machine's sources, as a user has them
+    with package_index.PackageIndex(tmp_path, rate=10e6) as index:
+        bench.index = index
+        env = bench.env(cluster)
+        assert env["PIP_CONFIG_FILE"] == os.devnull
+        assert "PIP_FIND_LINKS" not in env
+        assert env["PIP_CERT"] == "/etc/ssl/certs/ca-certificates.crt"  # not a source: kept
+        settings = bench.provision_vars(cluster)
+        assert settings["torch_stack_index_url"] == index.url
+        assert settings["torch_stack_controller_pip_extra_args"][-2:] == ["--trusted-host", "127.0.0.1"]
+
+
+def test_wheels_from_an_http_index_count_as_from_the_index():
+    log = (
+        "Added torch==2.13.0 from http://172.30.0.1:8765/files/torch-2.13.0-cp311-cp311-linux_x86_64.whl#sha256=ab "
+        "to build tracker\nFetched page http://172.30.0.1:8765/simple/torch/\n"
+    )
+    counted = wheels.classify_wheels({"torch-2.13.0-cp311-cp311-linux_x86_64.whl": 100}, log)
+    assert (counted["from_index_bytes"], counted["unknown_source_bytes"], counted["index_pages_fetched"]) == (100, 0, 1)
+
+
+def test_the_report_says_where_the_wheels_came_from(bringup_report):
+    with_index = copy.deepcopy(bringup_report)
+    with_index["index"] = {"rate_bytes_per_second": 25e6, "wheels": 61, "wheel_bytes": 322.3e6}
+    with_index["summary"]["index_sent_to_controller"] = {"runs": [322.5e6], "median": 322.5e6}
+    with_index["summary"]["index_sent_to_baseline_node"] = {"runs": [322.4e6, 322.4e6], "median": 322.4e6}
+    text = report.markdown(with_index)
+    assert "from the benchmark's own package index on this machine (61 wheels, 322.3 MB), at most 25.0 MB/s" in text
+    assert "| from the index, controller, a provision.yml | 322.5 MB | 322.5 MB |" in text
+    assert "| from the index, a baseline node | 322.4 MB | 322.4 MB, 322.4 MB |" in text
+    assert "package index" not in report.markdown(bringup_report).split("## Bytes")[0]
+
+
+def test_the_notes_without_the_index_are_those_of_earlier_reports():
+    earlier = json.loads((BENCH / "results" / "2026-12-02" / "bringup.json").read_text())["notes"]
+    assert report.notes(index=False) == earlier
+    with_index = report.notes(index=True)
+    assert any("What the model leaves out" in note for note in with_index)
+    assert not any("PIP_CERT" in note for note in with_index)
