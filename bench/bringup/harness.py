@@ -51,17 +51,34 @@ class Harness:
         inspect = ["docker", "network", "inspect", "-f", "{{range .IPAM.Config}}{{.Gateway}}{{end}}", self.prefix]
         return run(inspect).stdout.strip()
 
-    def cluster(self, name: str, size: int) -> Cluster:
+    def cluster(self, name: str, size: int, image: Optional[str] = None) -> Cluster:
+        """`size` fresh nodes (master first) from the node image, or from `image` (one made by commit())."""
         nodes = []
         for index in range(size):
             node = f"{self.prefix}-{name}-{'master' if index == 0 else f'node{index}'}"
             script = ["bash", str(TOOLS / "start-node.sh")]
-            argv = [*script, node, self.prefix, self.image, self.prefix, f"{self.key}.pub", *self.node_options]
+            argv = [*script, node, self.prefix, image or self.image, self.prefix, f"{self.key}.pub", *self.node_options]
             started = run(argv, timeout=300)
             nodes.append(json.loads(started.stdout.strip().splitlines()[-1]))
         cluster = Cluster(name, nodes, self)
         cluster.wait_for_ssh()
         return cluster
+
+    def commit(self, node: Dict[str, Any], tag: str) -> str:
+        """An image of the node as it is now (its packages, venv and files), labelled as this benchmark's; without its
+        SSH host keys, which every container of the image makes anew at its start (node-image.sh's entrypoint)."""
+        run(["docker", "exec", node["name"], "sh", "-c", "rm -f /etc/ssh/ssh_host_*"])
+        run(["docker", "commit", "--change", f"LABEL amx-cluster-test={self.prefix}", node["name"], tag], timeout=900)
+        return tag
+
+    def images(self) -> List[str]:
+        """Ids of the images this benchmark committed."""
+        return subprocess.run(
+            ["docker", "images", "-q", "--filter", f"label=amx-cluster-test={self.prefix}"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.split()
 
     def containers(self) -> List[str]:
         """Ids of every container of this benchmark, running or not."""
@@ -79,6 +96,9 @@ class Harness:
             subprocess.run(["docker", "rm", "-f", *found], capture_output=True, check=False)
         if names is None:
             subprocess.run(["docker", "network", "rm", self.prefix], capture_output=True, check=False)
+            images = self.images()
+            if images:
+                subprocess.run(["docker", "rmi", "-f", *images], capture_output=True, check=False)
 
 
 class Cluster:
