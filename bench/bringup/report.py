@@ -118,16 +118,17 @@ def markdown(report: Dict[str, Any]) -> str:
             )
         lines += [
             "",
-            "Measured from the controller's pip log (`Added <wheel> from <url>`: https = the package index, file: = "
-            "folders on this machine, i.e. pip's find-links and the file:// indexes of its configuration) and the "
-            "sizes of the wheels in the wheelhouse tar, with an empty pip cache (PIP_CACHE_DIR) and an empty "
+            "Measured from the controller's pip log (`Added <wheel> from <url>`: "
+            + ("http = the benchmark's package index" if index else "https = the package index")
+            + ", file: = folders on this machine, i.e. pip's find-links and the file:// indexes of its configuration) "
+            "and the sizes of the wheels in the wheelhouse tar, with an empty pip cache (PIP_CACHE_DIR) and an empty "
             "wheelhouse cache of the run's own (torch_stack_controller_cache). Index pages are counted, not weighed.",
         ]
         if "baseline_index_bytes_approx" in s:
             lines.append(
                 f"The baseline's nodes downloaded {mb(rounded_median(s['baseline_index_bytes_approx']))} from the "
                 f"package index in all ({plural(n)}, median over the runs, from pip's rounded `Downloading ... (size)` "
-                "figures), besides the torch wheel copied to each."
+                "figures), " + ("torch included." if index else "besides the torch wheel copied to each.")
             )
     if "scaling" in s:
         lines += [
@@ -293,13 +294,13 @@ def notes(index: bool) -> List[str]:
         )
     model = (
         [
-            "The package index: the wheels of one `pip download` of the profile's pins (made once, not timed), served "
-            "over http from this machine by bench/bringup/package_index.py, every client address (each node, and the "
-            "controller on the network's gateway) paced by a token bucket of its own, so each gets the stated rate as "
-            "over a link of its own. What the model leaves out: the index's own latency and TLS, a shared uplink or a "
-            "cloud's per-instance limits, the Debian mirror (apt still comes through this machine's one connection, "
-            "for both sides), and the copy of the wheelhouse from the controller to each node (SSH over the bridge, "
-            "not paced)."
+            "The package index: the wheels of one `pip download` of the profile's pins (made once, not timed), served"
+            " over http from this machine by bench/bringup/package_index.py, every client address (each node, and the"
+            " controller from this machine's own address) paced by a token bucket of its own, so each gets the stated"
+            " rate as over a link of its own. What the model leaves out: the index's own latency and TLS, a shared "
+            "uplink or a cloud's per-instance limits, the Debian mirror (apt still comes through this machine's one "
+            "connection, for both sides), and the copy of the wheelhouse from the controller to each node (SSH over "
+            "the bridge, not paced)."
         ]
         if index
         else []

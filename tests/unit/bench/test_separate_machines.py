@@ -279,3 +279,12 @@ def test_the_notes_without_the_index_are_those_of_earlier_reports():
     with_index = report.notes(index=True)
     assert any("What the model leaves out" in note for note in with_index)
     assert not any("PIP_CERT" in note for note in with_index)
+
+
+def test_the_controllers_bytes_are_every_client_but_the_nodes():
+    before = {"172.30.0.2": 5_000, "192.0.2.2": 100}  # an earlier cluster's node, and the controller before
+    now = {"172.30.0.2": 5_300, "172.30.0.3": 300, "192.0.2.2": 322_000_100}
+    assert measure.provision_index_bytes(now, before, ["172.30.0.2", "172.30.0.3"]) == {
+        "controller": 322_000_000,
+        "nodes": 600,
+    }
