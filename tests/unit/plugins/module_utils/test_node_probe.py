@@ -13,6 +13,7 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -279,9 +280,19 @@ def child():
     marker = f"amx-probe-{uuid.uuid4().hex}"
     script = "import time; time.sleep(120)"
     process = subprocess.Popen([sys.executable, "-c", script, marker, "x" * 400])
+    wait_for_cmdline(process.pid, marker)
     yield process, marker, f"{sys.executable} -c {script} {marker} {'x' * 400}"
     process.kill()
     process.wait()
+
+
+def wait_for_cmdline(pid, marker, timeout=10.0):
+    """Until /proc shows the new process's arguments: on a loaded machine its cmdline can still read empty just after
+    Popen returns."""
+    deadline = time.monotonic() + timeout
+    while marker.encode() not in pathlib.Path(f"/proc/{pid}/cmdline").read_bytes():
+        assert time.monotonic() < deadline, f"process {pid} shows no {marker} in /proc after {timeout} s"
+        time.sleep(0.01)
 
 
 def test_processes_finds_the_child_by_uid_and_prefix(child):
@@ -298,6 +309,7 @@ def test_text_that_only_holds_the_prefix_is_no_process_of_a_run(child):
     process, marker, _cmdline = child
     sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)", "{'absent': ['" + marker + "']}"])
     try:
+        wait_for_cmdline(sibling.pid, marker)
         found = np.probe({"processes": {"user": os.getuid(), "prefix": marker}})["processes"]
         assert [line.split()[0] for line in found] == [str(process.pid)]
     finally:
