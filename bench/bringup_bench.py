@@ -16,6 +16,10 @@ network and label of this benchmark's own (amx-bench-<id>), and measures:
    for the everyday launch (the same settings again with a new run id: the one-step launch), --everyday-runs times;
 5. training throughput on 1..N nodes with the same global work, put through amx.cluster.scaling_report.
 
+With --index-rate RATE, every wheel, torch included, comes instead from a package index of the benchmark's own on
+this machine, RATE bytes per second per client (bringup/package_index.py), for the controller and the baseline's
+nodes alike; with --node-cpus, every node is capped at that many CPUs. Together they model separate machines.
+
 Baseline and provision alternate in order from run to run; medians and ratios go to bench/results/<date>/ as
 bringup.json and bringup.md (plus scaling.json, scaling.md, scaling.png). Every container and network is removed
 at the end, also after a failure or Ctrl-C.

@@ -29,8 +29,7 @@ def baseline_steps(
         pip_env = "PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off"
         copy: List[Tuple[str, Optional[str]]] = []
     else:
-        pins = [r for r in profile_requirements(profile) if not r.startswith("torch==")]
-        requirements, source = [f"/tmp/{torch_wheel.name}", *pins], []
+        requirements, source = [f"/tmp/{torch_wheel.name}", *profile_requirements(profile, with_torch=False)], []
         pip_env = f"PIP_CERT={REMOTE_CA_BUNDLE} PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off"
         copy = [("copy_ca_and_torch_wheel", None)]
     return [

@@ -25,6 +25,7 @@ from .settings import PROFILE, PROFILES
 PIP_ADDED = re.compile(r"Added .*? from ((?:https?|file):\S+?)(?:#\S*)?(?: \(from .*\))? to build tracker")
 PIP_DOWNLOADING = re.compile(r"Downloading (\S+) \(([\d.]+) (kB|MB|GB|bytes)\)")
 UNITS = {"bytes": 1, "kB": 1000, "MB": 1000**2, "GB": 1000**3}
+SOURCE_KINDS = {"https": "index", "http": "index", "file": "local_disk"}  # a wheel's URL scheme: where it came from
 
 
 def native_profile() -> Dict[str, Any]:
@@ -69,13 +70,7 @@ def classify_wheels(sizes: Dict[str, int], pip_log: str) -> Dict[str, Any]:
     files = []
     for wheel, size in sorted(sizes.items()):
         url = sources.get(wheel, "")
-        kind = (
-            "index"
-            if url.startswith(("https://", "http://"))
-            else "local_disk"
-            if url.startswith("file:")
-            else "unknown"
-        )
+        kind = SOURCE_KINDS.get(url.split(":", 1)[0], "unknown")
         by_source[kind] += size
         files.append({"wheel": wheel, "bytes": size, "source": kind})
     return {
@@ -94,9 +89,9 @@ def downloaded_bytes(pip_log: str) -> int:
     return int(sum(float(number) * UNITS[unit] for _wheel, number, unit in PIP_DOWNLOADING.findall(pip_log)))
 
 
-def profile_requirements(profile: Dict[str, Any]) -> List[str]:
-    """The profile's pins as pip requirements, torch among them."""
-    return [f"{name}=={version}" for name, version in profile["packages"].items()]
+def profile_requirements(profile: Dict[str, Any], with_torch: bool = True) -> List[str]:
+    """The profile's pins as pip requirements, torch among them unless `with_torch` is false."""
+    return [f"{name}=={version}" for name, version in profile["packages"].items() if with_torch or name != "torch"]
 
 
 def index_folder(profile: Dict[str, Any], torch_wheel: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
@@ -111,7 +106,7 @@ def index_folder(profile: Dict[str, Any], torch_wheel: pathlib.Path, cache: path
     partial = cache / f"{key}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    pins = [r for r in profile_requirements(profile) if not r.startswith("torch==")]
+    pins = profile_requirements(profile, with_torch=False)
     argv = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(partial)]
     proc = subprocess.run([*argv, str(torch_wheel), *pins], capture_output=True, text=True, check=False)
     if proc.returncode != 0:
