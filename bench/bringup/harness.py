@@ -71,23 +71,18 @@ class Harness:
         run(["docker", "commit", "--change", f"LABEL amx-cluster-test={self.prefix}", node["name"], tag], timeout=900)
         return tag
 
+    def labelled(self, listing: Sequence[str]) -> List[str]:
+        """Ids that a docker listing (`ps -a`, `images`) gives for this benchmark's label."""
+        argv = ["docker", *listing, "-q", "--filter", f"label=amx-cluster-test={self.prefix}"]
+        return subprocess.run(argv, capture_output=True, text=True, check=False).stdout.split()
+
     def images(self) -> List[str]:
         """Ids of the images this benchmark committed."""
-        return subprocess.run(
-            ["docker", "images", "-q", "--filter", f"label=amx-cluster-test={self.prefix}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.split()
+        return self.labelled(["images"])
 
     def containers(self) -> List[str]:
         """Ids of every container of this benchmark, running or not."""
-        return subprocess.run(
-            ["docker", "ps", "-aq", "--filter", f"label=amx-cluster-test={self.prefix}"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.split()
+        return self.labelled(["ps", "-a"])
 
     def remove(self, names: Optional[Sequence[str]] = None) -> None:
         """The named containers, or (no names) every container and the network of this benchmark."""

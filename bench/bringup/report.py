@@ -173,18 +173,28 @@ def markdown(report: Dict[str, Any]) -> str:
         tasks = "; ".join(f"{task['task']} {task['seconds']:.1f} s" for task in played["slowest_tasks"][:6])
         lines.append(f"- {name}: {tasks or '-'}")
     lines += ["", "## How it is measured", "", *[f"- {note}" for note in report["notes"]]]
-    if report.get("error"):
-        lines += ["", f"**The run broke before it finished**; the figures above are what it measured. Error: "
-                  f"`{report['error'][:500]}`"]  # fmt: skip
+    lines += broke_lines(report)
     if report["skipped"]:
         lines += ["", "Skipped in this run: " + "; ".join(report["skipped"]) + "."]
+    return "\n".join(lines + machine_lines(report)) + "\n"
+
+
+def broke_lines(report: Dict[str, Any]) -> List[str]:
+    """What a report says when its run broke before the end (nothing when it did not)."""
+    if not report.get("error"):
+        return []
+    return ["", f"**The run broke before it finished**; the figures above are what it measured. Error: "
+            f"`{report['error'][:500]}`"]  # fmt: skip
+
+
+def machine_lines(report: Dict[str, Any]) -> List[str]:
+    """A report's last line: the machine it ran on, and its load before and after."""
     m = report["machine"]
-    lines += [
+    return [
         "",
         f"Machine: {m['cpus']} CPUs, load average {m['load_before']} before and {m['load_after']} after, Python "
         f"{m['python']}, ansible-core {m['ansible_core']}, {m['docker']}.",
     ]
-    return "\n".join(lines) + "\n"
 
 
 REASON_CHARS = 300  # a reason in the report is cut here: the playbook's log has it whole

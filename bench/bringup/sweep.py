@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from .report import cut, path_name, secs
+from .report import broke_lines, cut, machine_lines, path_name, secs
 from .summary import plural, rounded_median
 
 # The everyday launch's overhead at each cluster size it is judged at (issue 15: < 10 s on 3 nodes, < 20 s on 16).
@@ -143,13 +143,4 @@ def sweep_markdown(report: Dict[str, Any]) -> str:
             f"on the {plural(report['sizes'][-1])} in {secs(setup.get('provision_seconds'))} "
             f"({setup.get('provision_changed')} changed).",
         ]
-    if report.get("error"):
-        lines += ["", f"**The run broke before it finished**; the figures above are what it measured. Error: "
-                  f"`{report['error'][:500]}`"]  # fmt: skip
-    m = report["machine"]
-    lines += [
-        "",
-        f"Machine: {m['cpus']} CPUs, load average {m['load_before']} before and {m['load_after']} after, Python "
-        f"{m['python']}, ansible-core {m['ansible_core']}, {m['docker']}.",
-    ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + broke_lines(report) + machine_lines(report)) + "\n"
