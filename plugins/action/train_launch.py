@@ -28,9 +28,9 @@ from ansible.utils.display import Display
 
 from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import run_record
 from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import (
-    collection_files_hash,
+    cluster_hosts,
     forced,
-    launch_inputs,
+    play_inputs,
 )
 
 display = Display()
@@ -65,19 +65,8 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         task_vars = task_vars or {}
         self._host = str(task_vars.get("inventory_hostname", "master"))
-        groups = task_vars.get("groups") or {}
-        hostvars = task_vars["hostvars"]
-        hosts = {name: dict(hostvars.raw_get(name)) for name in groups.get("cluster") or []}
-        # The master's own variables here also hold the play's (vars given to import_playbook, which every play of
-        # train.yml gets): the inventory alone would not see them.
-        hosts[self._host] = dict(task_vars)
-        context = {
-            "limit": task_vars.get("ansible_limit"),
-            "playbook_dir": task_vars.get("playbook_dir"),
-            "pwd": os.environ.get("PWD"),
-            "home": os.environ.get("HOME"),
-        }
-        inputs = launch_inputs(hosts, groups, context, collection_files_hash(COLLECTION_ROOT))
+        hosts = cluster_hosts(task_vars)
+        inputs = play_inputs(task_vars, hosts, COLLECTION_ROOT)
         result["inputs"] = inputs
         if not args["enabled"]:
             return self._hand_over(result, "train_fast_launch is false")

@@ -39,10 +39,12 @@ __all__ = [
     "build_stamp",
     "canonical_distribution",
     "canonical_json",
+    "check_named_stamps",
     "check_probe",
     "decide",
     "fingerprint_changes",
     "inputs_hash",
+    "named_stamp_problems",
     "package_query_argv",
     "parse_boot_id",
     "parse_package_versions",
@@ -57,7 +59,10 @@ __all__ = [
 
 STAMP_FORMAT = 1
 # The keys of a probe, and what each one names on the node.
-PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx")
+PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx", "stamps")
+# What a probe's `stamps` gives each stamp it names (the stamps of the node roles, in the provision stamp).
+NAMED_STAMP_KEYS = ("inputs_hash", "max_age")
+ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 # The parts of the cpu_facts result that say whether AMX is usable and how much of the CPU a process may use.
 AMX_KEYS = (
     "model_name",
@@ -158,7 +163,28 @@ def check_probe(probe: Any) -> Dict[str, Any]:
     if not isinstance(amx, bool):
         raise StampError(f"probe.amx must be true or false, not {amx!r}")
     checked["amx"] = amx
+    checked["stamps"] = check_named_stamps(probe.get("stamps") or {})
     return checked
+
+
+def check_named_stamps(stamps: Any) -> Dict[str, Dict[str, Any]]:
+    """A probe's `stamps`: {role: {"inputs_hash": the role's inputs hash, "max_age": seconds}}, the stamps of other
+    roles that must still hold (each read and decided as its role would), or StampError naming what is wrong."""
+    if not isinstance(stamps, Mapping):
+        raise StampError(f"probe.stamps must be a dict of role -> inputs_hash and max_age, not {type(stamps).__name__}")
+    checked: Dict[str, Dict[str, Any]] = {}
+    for role, want in stamps.items():
+        if not isinstance(role, str) or not ROLE_NAME.match(role):
+            raise StampError(f"probe.stamps: '{role}' is not a role name (lower case letters, digits and _)")
+        if not isinstance(want, Mapping) or sorted(want) != sorted(NAMED_STAMP_KEYS):
+            raise StampError(f"probe.stamps.{role} must hold exactly {' and '.join(NAMED_STAMP_KEYS)}")
+        inputs, max_age = want["inputs_hash"], want["max_age"]
+        if not isinstance(inputs, str) or not re.match(r"[0-9a-f]{64}\Z", inputs):
+            raise StampError(f"probe.stamps.{role}.inputs_hash must be a sha256 hex digest")
+        if isinstance(max_age, bool) or not isinstance(max_age, int):
+            raise StampError(f"probe.stamps.{role}.max_age must be a number of seconds, not {max_age!r}")
+        checked[role] = {"inputs_hash": inputs, "max_age": max_age}
+    return dict(sorted(checked.items()))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -252,6 +278,16 @@ def fingerprint_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) ->
         else:
             changes.append(part)
     return changes
+
+
+def named_stamp_problems(stamps: Mapping[str, Any]) -> List[str]:
+    """Sentences for the named stamps (a fingerprint's `stamps` part) that do not hold, by role and reason."""
+    problems = []
+    for role, state in sorted(stamps.items()):
+        state = state if isinstance(state, Mapping) else {}
+        if state.get("holds") is not True:
+            problems.append(f"the stamp of {role} does not hold ({state.get('reason') or 'no reason given'})")
+    return problems
 
 
 def decide(

@@ -82,6 +82,15 @@ options:
         description: Compare the AMX probe and the CPU facts behind it.
         type: bool
         default: false
+      stamps:
+        description:
+          - Stamps of other roles under O(stamp_dir) that must still hold, as a dict of role name to C(inputs_hash)
+            and C(max_age). Each is read and decided as its own role decides it (intact, root's, this boot, younger than its C(max_age),
+            of that C(inputs_hash), and the node as its fingerprint found it); the stamp's digest is compared. The
+            provision stamp names the node roles' stamps this way. With O(write=true), no stamp is written while
+            one of them does not hold (RV(written) is false and RV(reason) says which).
+        type: dict
+        default: {}
   facts:
     description:
       - The facts the role published, kept in the stamp and returned in RV(facts) when the role skips, so that a
@@ -137,6 +146,11 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+written:
+  description: With O(write=true), whether the stamp was written (false when a stamp of O(probe.stamps) does not hold).
+  returned: always
+  type: bool
+  sample: true
 skip:
   description: True when the stamp holds and the role may skip its steps; always false with O(write=true).
   returned: always
@@ -197,6 +211,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     build_stamp,
     check_probe,
     decide,
+    named_stamp_problems,
     package_query_argv,
     parse_boot_id,
     parse_package_versions,
@@ -274,7 +289,24 @@ def amx_state():
     return amx_fingerprint(facts)
 
 
-def fingerprint(module, probe):
+def named_stamps(module, stamp_dir, stamps, boot_id, now):
+    """{role: {"holds": true, "digest"} | {"holds": false, "reason"}} for the stamps a probe names: each read and
+    decided as its own role decides it (its inputs hash and maximum age as the probe gives them)."""
+    state = {}
+    for role, want in stamps.items():
+        stamp, why = read_stamp(os.path.join(stamp_dir, role + ".json"), role)
+        if stamp is not None and stamp["probe"]["stamps"]:
+            stamp, why = None, "it names stamps of its own"
+        if stamp is None:
+            state[role] = {"holds": False, "reason": why}
+            continue
+        live = fingerprint(module, stamp["probe"], stamp_dir, boot_id, now)
+        holds, why = decide(stamp, want["inputs_hash"], live, boot_id, now, want["max_age"])
+        state[role] = {"holds": True, "digest": stamp["digest"]} if holds else {"holds": False, "reason": why}
+    return state
+
+
+def fingerprint(module, probe, stamp_dir, boot_id, now):
     live = {}
     if probe["packages"]:
         live["packages"] = package_versions(module, probe["packages"])
@@ -286,6 +318,8 @@ def fingerprint(module, probe):
         live["files"] = {path: file_state(path) for path in probe["files"]}
     if probe["amx"]:
         live["amx"] = amx_state()
+    if probe["stamps"]:
+        live["stamps"] = named_stamps(module, stamp_dir, probe["stamps"], boot_id, now)
     return live
 
 
@@ -334,6 +368,7 @@ def run(module, params, check_mode):
     result = dict(
         changed=False,
         skip=False,
+        written=False,
         boot_id=boot_id,
         facts={},
         stamp_path=path,
@@ -345,9 +380,15 @@ def run(module, params, check_mode):
             probe = check_probe({key: value for key, value in (params["probe"] or {}).items() if value is not None})
         except StampError as exc:
             raise NodeStateError(f"the probe of role {role} is wrong: {exc}") from None
-        live = fingerprint(module, probe)
+        now = time.time()
+        live = fingerprint(module, probe, params["stamp_dir"], boot_id, now)
+        unheld = named_stamp_problems(live.get("stamps") or {})
+        if unheld:
+            # A record that rests on stamps that do not hold would let the next run skip what must run.
+            result.update(reason="no stamp written: " + "; ".join(unheld), fingerprint=live)
+            return result
         stamp = build_stamp(
-            role, params["inputs_hash"], probe, live, boot_id, time.time(), params["facts"], params["node_facts"]
+            role, params["inputs_hash"], probe, live, boot_id, now, params["facts"], params["node_facts"]
         )
         earlier, _why = read_stamp(path, role)
         renewed = earlier is not None and same_record(earlier, stamp)
@@ -358,19 +399,22 @@ def run(module, params, check_mode):
                 raise NodeStateError(f"cannot write the stamp {path} ({exc}): run the task with become: true") from None
         result.update(
             changed=not renewed,
+            written=not check_mode,
             reason="stamp renewed (the same record, a new time)" if renewed else "stamp written",
             fingerprint=live,
         )
         return result
 
+    now = time.time()
     stamp, why = read_stamp(path, role)
-    live = fingerprint(module, stamp["probe"]) if stamp is not None else None
+    live = fingerprint(module, stamp["probe"], params["stamp_dir"], boot_id, now) if stamp is not None else None
     if stamp is None and not params["force"] and params["max_age"] > 0:
         skip, reason = False, why
     else:
-        skip, reason = decide(
-            stamp, params["inputs_hash"], live, boot_id, time.time(), params["max_age"], params["force"]
-        )
+        skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["max_age"], params["force"])
+        unheld = named_stamp_problems((live or {}).get("stamps") or {})
+        if not skip and unheld:
+            reason = f"{reason} ({'; '.join(unheld)})"
     result.update(skip=skip, reason=reason, fingerprint=live or {})
     if skip:
         result["facts"] = stamp["facts"]
@@ -396,6 +440,7 @@ def main():
                     manifest=dict(type="path"),
                     files=dict(type="list", elements="path", default=[]),
                     amx=dict(type="bool", default=False),
+                    stamps=dict(type="dict", default={}),
                 ),
             ),
             facts=dict(type="dict", default={}),

@@ -104,6 +104,30 @@ def launch_inputs(
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def cluster_hosts(task_vars: Mapping[str, Any]) -> Dict[str, Dict[str, Any]]:
+    """Each cluster host's raw variables (hostvars.raw_get), with the running host's own task variables instead:
+    those also hold the play's (vars given to import_playbook, which every play of the playbook gets), which the
+    inventory alone would not see."""
+    hostvars = task_vars["hostvars"]
+    groups = task_vars.get("groups") or {}
+    hosts = {str(name): dict(hostvars.raw_get(name)) for name in groups.get("cluster") or []}
+    hosts[str(task_vars.get("inventory_hostname"))] = dict(task_vars)
+    return hosts
+
+
+def play_inputs(task_vars: Mapping[str, Any], hosts: Mapping[str, Mapping[str, Any]], collection_root: str) -> str:
+    """launch_inputs for a task: the hosts of cluster_hosts, the inventory's groups, the --limit, where the playbook
+    runs from (its folder, the working folder, HOME) and the collection at collection_root."""
+    context = {
+        "limit": task_vars.get("ansible_limit"),
+        "playbook_dir": task_vars.get("playbook_dir"),
+        "pwd": os.environ.get("PWD"),
+        "home": os.environ.get("HOME"),
+    }
+    groups = task_vars.get("groups") or {}
+    return launch_inputs(hosts, groups, context, collection_files_hash(collection_root))
+
+
 def forced(hosts: Mapping[str, Mapping[str, Any]], names: List[str]) -> List[str]:
     """The names of the full-check switches set on any cluster host (raw values read as Ansible booleans)."""
     on: List[str] = []

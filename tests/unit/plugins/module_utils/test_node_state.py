@@ -135,11 +135,36 @@ def test_amx_fingerprint_keeps_what_decides_amx():
         ({"amx": "yes"}, "probe.amx must be true or false"),
         ({"disk": "/"}, "unknown probe keys disk"),
         ("packages", "the probe must be a dict"),
+        ({"stamps": ["tcmalloc"]}, "probe.stamps must be a dict"),
+        ({"stamps": {"../x": {"inputs_hash": "a" * 64, "max_age": 1}}}, "'../x' is not a role name"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64}}}, "must hold exactly inputs_hash and max_age"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": 1, "skip": True}}}, "exactly inputs_hash"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "abc", "max_age": 1}}}, "inputs_hash must be a sha256"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": "1"}}}, "max_age must be a number"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": True}}}, "max_age must be a number"),
     ],
 )
 def test_bad_probe_is_refused(probe, error):
     with pytest.raises(ns.StampError, match=error):
         ns.check_probe(probe)
+
+
+def test_named_stamps_are_kept_sorted_and_each_unheld_one_is_said_with_its_reason():
+    want = {"inputs_hash": "b" * 64, "max_age": 60}
+    assert list(ns.check_probe({"stamps": {"torch_stack": want, "amx_check": want}})["stamps"]) == [
+        "amx_check",
+        "torch_stack",
+    ]
+    assert ns.check_probe({})["stamps"] == {}
+    live = {
+        "tcmalloc": {"holds": True, "digest": "d"},
+        "torch_stack": {"holds": False, "reason": "the node rebooted since the stamp was written"},
+        "amx_check": "damaged",
+    }
+    assert ns.named_stamp_problems(live) == [
+        "the stamp of amx_check does not hold (no reason given)",
+        "the stamp of torch_stack does not hold (the node rebooted since the stamp was written)",
+    ]
 
 
 # --- the stamp -------------------------------------------------------------------------------------------------

@@ -190,3 +190,94 @@ def test_a_bad_role_name_or_probe_fails_before_anything_is_written(tmp_path):
     with pytest.raises(node_state.NodeStateError, match="the probe of role r is wrong: probe path 'hosts' is not"):
         node_state.run(None, {**params, "role": "r", "probe": {"files": ["hosts"]}}, False)
     assert list(tmp_path.iterdir()) == []
+
+
+# --- a stamp that names other stamps (the provision stamp) -----------------------------------------------------
+
+
+@pytest.fixture
+def provisioned(node):
+    """The node's role stamp (ssh_mesh, from the fixture above) and a provision stamp that names it."""
+    hosts = str(node.path / "hosts")
+    names = {"ssh_mesh": {"inputs_hash": INPUTS, "max_age": 3600}}
+    common = {**DEFAULTS, "role": "provision", "inputs_hash": "c" * 64, "stamp_dir": str(node.path / "stamps")}
+
+    class Provisioned:
+        @staticmethod
+        def write(stamps=None):
+            probe = {"files": [hosts], "stamps": names if stamps is None else stamps}
+            return node_state.run(None, {**common, "write": True, "probe": probe}, False)
+
+        @staticmethod
+        def read(**extra):
+            return node_state.run(None, {**common, **extra}, False)
+
+    node.write()
+    return Provisioned
+
+
+def test_a_stamp_that_names_stamps_holds_while_they_hold(node, provisioned):
+    written = provisioned.write()
+    assert written["written"] is True and written["reason"] == "stamp written"
+    assert written["fingerprint"]["stamps"]["ssh_mesh"]["holds"] is True
+    result = provisioned.read()
+    assert result["skip"] is True, result["reason"]
+    # Through ansible, as provision.yml's check calls it.
+    assert node.ansible_read(role="provision", inputs_hash="c" * 64)["skip"] is True
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda n: (n.path / "id_ed25519").write_text("key two\n"), "the node changed since the stamp: files:"),
+        (lambda n: n.stamp.unlink(), "no stamp of an earlier run"),
+        (lambda n: n.write(inputs_hash="b" * 64), "the role's inputs changed"),
+        (lambda n: os.chmod(n.stamp, 0o644), "not trusted"),
+    ],
+    ids=["role-file", "role-stamp-gone", "role-stamp-of-other-inputs", "role-stamp-untrusted"],
+)
+def test_a_named_stamp_that_no_longer_holds_takes_the_full_path(node, provisioned, change, said):
+    provisioned.write()
+    change(node)
+    result = provisioned.read()
+    assert result["skip"] is False
+    assert "the stamp of ssh_mesh does not hold (" in result["reason"] and said in result["reason"], result["reason"]
+
+
+def test_a_renewed_named_stamp_or_a_changed_own_file_takes_the_full_path(node, provisioned, monkeypatch):
+    provisioned.write()
+    # The same record at a later time: the role ran in full since, so the provision record no longer speaks for it.
+    later = node_state.time.time() + 5
+    monkeypatch.setattr(node_state.time, "time", lambda: later)
+    assert node.write()["reason"] == "stamp renewed (the same record, a new time)"
+    result = provisioned.read()
+    assert (result["skip"], result["reason"]) == (False, "the node changed since the stamp: stamps: ssh_mesh")
+    provisioned.write()
+    (node.path / "hosts").write_text("localhost\n")
+    result = provisioned.read()
+    assert result["skip"] is False and result["reason"].startswith("the node changed since the stamp: files:")
+
+
+def test_a_named_stamp_past_its_own_age_takes_the_full_path(node, provisioned, monkeypatch):
+    provisioned.write()
+    later = node_state.time.time() + 3601
+    monkeypatch.setattr(node_state.time, "time", lambda: later)
+    result = provisioned.read(max_age=7200)
+    assert result["skip"] is False
+    assert (
+        "the stamp of ssh_mesh does not hold (the stamp is 3601 s old, more than the maximum age of 3600 s)"
+        in result["reason"]
+    )
+
+
+def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
+    node.stamp.unlink()
+    result = provisioned.write()
+    assert (result["written"], result["changed"]) == (False, False)
+    assert result["reason"] == "no stamp written: the stamp of ssh_mesh does not hold (no stamp of an earlier run)"
+    assert not (node.path / "stamps" / "provision.json").exists()
+    # A stamp that names stamps of its own is not one to rest on (one level only).
+    node.write()
+    provisioned.write()
+    nested = provisioned.write(stamps={"provision": {"inputs_hash": "c" * 64, "max_age": 60}})
+    assert nested["reason"] == "no stamp written: the stamp of provision does not hold (it names stamps of its own)"

@@ -1,0 +1,114 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""Action plugin amx.cluster.provision_stamp: provision.yml's one-step check of a node, and the stamp that a full
+provision leaves for it.
+
+With state=check (provision.yml's first node play), it hashes the provision's inputs on the controller as the
+one-step launch hashes a launch's (plugin_utils/launch_inputs.py) and makes one amx.cluster.node_state call on the
+node: the provision stamp must be of these inputs, and every node role's stamp that it names must still hold as
+its role would decide, with the files of the SSH mesh and the hostfile as they were. When every node says so, the
+playbook ends there. With state=present (the end of a full provision that passed), it writes that stamp, naming the
+node roles' stamps this run decided on and the files that amx.cluster.ssh_mesh and amx.cluster.mpi_hostfile
+published.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, List, Optional, Tuple
+
+from ansible.errors import AnsibleActionFail
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_hosts, play_inputs
+
+COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+STAMP_ROLE = "provision"
+# The node roles whose stamps a provisioned node rests on; hf_examples keeps none when it is turned off.
+NODE_ROLES = ("tcmalloc", "torch_stack", "hf_examples", "amx_check")
+OPTIONAL_ROLES = ("hf_examples",)
+
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
+    "inputs": {"type": "str", "default": ""},
+    "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
+    "max_age": {"type": "int", "default": 86400},
+    "force": {"type": "bool", "default": False},
+}
+
+
+def named_stamps(task_vars: Dict[str, Any]) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:
+    """({role: {inputs_hash, max_age}} of the node roles that decided on their stamp in this run, the roles that
+    should have and did not)."""
+    stamps: Dict[str, Dict[str, Any]] = {}
+    missing: List[str] = []
+    for role in NODE_ROLES:
+        decision = task_vars.get(f"__{role}_stamp")
+        if not isinstance(decision, dict) or not decision.get("inputs_hash"):
+            if role not in OPTIONAL_ROLES:
+                missing.append(role)
+            continue
+        stamps[role] = {"inputs_hash": str(decision["inputs_hash"]), "max_age": int(decision["max_age"])}
+    return stamps, missing
+
+
+def mesh_files(task_vars: Dict[str, Any]) -> Tuple[List[str], List[str]]:
+    """(the files the mesh and the hostfile wrote on this node, the roles that published none in this run)."""
+    files: List[str] = []
+    missing: List[str] = []
+    for role, fact in (("ssh_mesh", "ssh_mesh_files"), ("mpi_hostfile", "mpi_hostfile_file")):
+        value = task_vars.get(fact)
+        if value is None:
+            missing.append(role)
+        elif isinstance(value, str):
+            files += [value] if value else []
+        else:
+            files += [str(path) for path in value]
+    return sorted(set(files)), missing
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _supports_check_mode = True
+    _supports_async = False
+
+    def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        result = super().run(tmp, task_vars)
+        del tmp
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        task_vars = task_vars or {}
+        host = task_vars.get("inventory_hostname")
+        common = {"role": STAMP_ROLE, "stamp_dir": args["stamp_dir"]}
+        if args["state"] == "check":
+            inputs = play_inputs(task_vars, cluster_hosts(task_vars), COLLECTION_ROOT)
+            found = self._node_state(
+                dict(common, inputs_hash=inputs, max_age=args["max_age"], force=args["force"]), task_vars
+            )
+            result.update(changed=False, inputs=inputs, skip=bool(found["skip"]), reason=found["reason"])
+            return result
+
+        if not args["inputs"]:
+            raise AnsibleActionFail(f"{host}: state=present needs inputs (the check's, from the start of the run)")
+        stamps, unstamped = named_stamps(task_vars)
+        files, unpublished = mesh_files(task_vars)
+        if unstamped or unpublished:
+            # Roles left out of this run (--tags, a failed include): a record without them would skip them next time.
+            result.update(
+                changed=False,
+                written=False,
+                reason="no provision stamp: {} did not run in full here".format(", ".join(unstamped + unpublished)),
+            )
+            return result
+        written = self._node_state(
+            dict(common, inputs_hash=args["inputs"], write=True, probe={"files": files, "stamps": stamps}), task_vars
+        )
+        # Like the roles' stamps, the record of the collection's own checks: keeping it is not a change.
+        result.update(changed=False, written=bool(written["written"]), reason=written["reason"], files=files)
+        return result
+
+    def _node_state(self, module_args: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
+        found = self._execute_module(module_name="amx.cluster.node_state", module_args=module_args, task_vars=task_vars)
+        if found.get("failed"):
+            raise AnsibleActionFail(found.get("msg") or "amx.cluster.node_state failed")
+        return found
