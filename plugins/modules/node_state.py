@@ -85,10 +85,10 @@ options:
       stamps:
         description:
           - Stamps of other roles under O(stamp_dir) that must still hold, as a dict of role name to C(inputs_hash)
-            and C(max_age). Each is read and decided as its own role decides it (intact, root's, this boot, younger than its C(max_age),
-            of that C(inputs_hash), and the node as its fingerprint found it); the stamp's digest is compared. The
-            provision stamp names the node roles' stamps this way. With O(write=true), no stamp is written while
-            one of them does not hold (RV(written) is false and RV(reason) says which).
+            and C(max_age). Each is read and decided as its own role decides it (intact, root's, this boot, younger
+            than its C(max_age), of that C(inputs_hash), and the node as its fingerprint found it); the stamp's
+            digest is compared. The provision stamp names the node roles' stamps this way. With O(write=true), no
+            stamp is written while one of them does not hold (RV(written) is false and RV(reason) says which).
         type: dict
         default: {}
   facts:
