@@ -31,6 +31,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_probe import (
 
 __all__ = [
     "AMX_KEYS",
+    "NODE_CHANGED",
     "PROBE_KEYS",
     "STAMP_FORMAT",
     "STAMP_KEYS",
@@ -62,6 +63,8 @@ STAMP_FORMAT = 1
 PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx", "stamps")
 # What a probe's `stamps` gives each stamp it names (the stamps of the node roles, in the provision stamp).
 NAMED_STAMP_KEYS = ("inputs_hash", "max_age")
+# How decide's reason starts when the stamp held but the node's fingerprint did not.
+NODE_CHANGED = "the node changed since the stamp"
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 # The parts of the cpu_facts result that say whether AMX is usable and how much of the CPU a process may use.
 AMX_KEYS = (
@@ -323,5 +326,5 @@ def decide(
         return False, "the node could not be fingerprinted"
     changes = fingerprint_changes(stamp["fingerprint"], live_fingerprint)
     if changes:
-        return False, "the node changed since the stamp: " + "; ".join(changes)
+        return False, f"{NODE_CHANGED}: " + "; ".join(changes)
     return True, f"the node is as the stamp of {max(int(age), 0)} s ago found it"

@@ -206,6 +206,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
 from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.node_probe import dist_info_names
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
+    NODE_CHANGED,
     StampError,
     amx_fingerprint,
     build_stamp,
@@ -413,7 +414,8 @@ def run(module, params, check_mode):
     else:
         skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["max_age"], params["force"])
         unheld = named_stamp_problems((live or {}).get("stamps") or {})
-        if not skip and unheld:
+        # Why the named stamps no longer hold, when they are what changed (not after a reboot, say).
+        if unheld and reason.startswith(NODE_CHANGED):
             reason = f"{reason} ({'; '.join(unheld)})"
     result.update(skip=skip, reason=reason, fingerprint=live or {})
     if skip:

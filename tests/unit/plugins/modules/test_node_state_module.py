@@ -281,3 +281,13 @@ def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
     provisioned.write()
     nested = provisioned.write(stamps={"provision": {"inputs_hash": "c" * 64, "max_age": 60}})
     assert nested["reason"] == "no stamp written: the stamp of provision does not hold (it names stamps of its own)"
+
+
+def test_a_reboot_takes_the_full_path(node, provisioned, monkeypatch, tmp_path):
+    provisioned.write()
+    # Another boot id (the kernel's, read from a file the test writes): as after a reboot.
+    other_boot = tmp_path / "boot_id"
+    other_boot.write_text("0f6c2d2e-3c1b-4a57-9a4e-8e2f5b8f7b10\n")
+    monkeypatch.setattr(node_state, "BOOT_ID", str(other_boot))
+    result = provisioned.read()
+    assert (result["skip"], result["reason"]) == (False, "the node rebooted since the stamp was written")
