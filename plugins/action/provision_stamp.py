@@ -21,20 +21,22 @@ from typing import Any, Dict, List, Optional, Tuple
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_hosts, play_inputs
+from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_hosts, forced, play_inputs
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STAMP_ROLE = "provision"
 # The node roles whose stamps a provisioned node rests on; hf_examples keeps none when it is turned off.
 NODE_ROLES = ("tcmalloc", "torch_stack", "hf_examples", "amx_check")
 OPTIONAL_ROLES = ("hf_examples",)
+# -e NAME=true asks for what only the full path does: every role in full, a new cluster key. Asked twice in a row,
+# it must act twice, although the inputs are those of the run before.
+FULL_RUN_SWITCHES = ["node_stamp_force", "ssh_mesh_rotate"]
 
 ARGUMENT_SPEC: Dict[str, Any] = {
     "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
     "inputs": {"type": "str", "default": ""},
     "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
     "max_age": {"type": "int", "default": 86400},
-    "force": {"type": "bool", "default": False},
 }
 
 
@@ -81,10 +83,14 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname")
         common = {"role": STAMP_ROLE, "stamp_dir": args["stamp_dir"]}
         if args["state"] == "check":
-            inputs = play_inputs(task_vars, cluster_hosts(task_vars), COLLECTION_ROOT)
-            found = self._node_state(
-                dict(common, inputs_hash=inputs, max_age=args["max_age"], force=args["force"]), task_vars
-            )
+            hosts = cluster_hosts(task_vars)
+            inputs = play_inputs(task_vars, hosts, COLLECTION_ROOT)
+            switched = forced(hosts, FULL_RUN_SWITCHES)
+            if switched:
+                reason = f"a full run was asked for ({', '.join(switched)})"
+                result.update(changed=False, inputs=inputs, skip=False, reason=reason)
+                return result
+            found = self._node_state(dict(common, inputs_hash=inputs, max_age=args["max_age"]), task_vars)
             result.update(changed=False, inputs=inputs, skip=bool(found["skip"]), reason=found["reason"])
             return result
 

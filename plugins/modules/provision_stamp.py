@@ -18,7 +18,9 @@ description:
     the node is as the last full provision with these inputs left it (RV(skip)) and why (RV(reason)): its
     provision stamp is intact, root's, of this boot, younger than O(max_age) and of these inputs; every node role's
     stamp that it names (tcmalloc, torch_stack, hf_examples, amx_check) still holds as that role would decide, node
-    checked again; and the files of the SSH mesh and the hostfile have the content, mode and owner they had."
+    checked again; and the files of the SSH mesh and the hostfile have the content, mode and owner they had.
+    C(node_stamp_force=true) or C(ssh_mesh_rotate=true) on any cluster host (the command line's C(-e)) always takes
+    the full path, also twice in a row: the first runs every role in full, the second makes a new cluster key."
   - With O(state=present), at the end of a full provision that passed, writes the node's provision stamp
     (C(provision.json) under O(stamp_dir)) for the inputs of the run's check, naming the node roles' stamps that
     this run decided on and the files that M(amx.cluster.ssh_mesh) (C(ssh_mesh_files)) and
@@ -44,10 +46,6 @@ options:
     description: The age in seconds past which a provision stamp is not trusted; 0 never trusts one.
     type: int
     default: 86400
-  force:
-    description: Never skip (C(node_stamp_force)); the full path runs.
-    type: bool
-    default: false
 notes:
   - The check reads the nodes and changes nothing, in check mode too.
   - The check does not log in from the master to each worker again, as the full path's C(amx.cluster.ssh_mesh)

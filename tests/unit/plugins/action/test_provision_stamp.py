@@ -132,6 +132,17 @@ def test_a_full_provision_stamps_the_node_and_the_next_check_skips_until_somethi
     assert "the stamp of amx_check does not hold (the node changed since the stamp: files:" in said
 
 
+@pytest.mark.parametrize("switch", ["ssh_mesh_rotate", "node_stamp_force"])
+def test_a_full_run_asked_for_twice_in_a_row_runs_twice(cluster, switch):
+    # The first run with the switch stamps the node for inputs that hold the switch; the same command again must
+    # still take the full path (a new key, every role in full), not find the node as that run left it.
+    first = cluster(write_roles=True, **{switch: True})
+    assert first["stamped"]["written"] is True
+    again = cluster(**{switch: "yes"})
+    assert (again["check"]["skip"], again["check"]["reason"]) == (False, f"a full run was asked for ({switch})")
+    assert cluster(**{switch: False})["check"]["reason"].startswith("the role's inputs changed")
+
+
 def test_no_stamp_when_a_node_role_did_not_decide_in_this_run(cluster):
     result = cluster(write_roles=True, roles_run=["tcmalloc", "amx_check"])
     assert result["stamped"]["written"] is False
