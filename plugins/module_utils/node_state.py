@@ -31,7 +31,6 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_probe import (
 
 __all__ = [
     "AMX_KEYS",
-    "NODE_CHANGED",
     "PROBE_KEYS",
     "STAMP_FORMAT",
     "STAMP_KEYS",
@@ -63,8 +62,6 @@ STAMP_FORMAT = 1
 PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx", "stamps")
 # What a probe's `stamps` gives each stamp it names (the stamps of the node roles, in the provision stamp).
 NAMED_STAMP_KEYS = ("inputs_hash", "max_age")
-# How decide's reason starts when the stamp held but the node's fingerprint did not.
-NODE_CHANGED = "the node changed since the stamp"
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 # The parts of the cpu_facts result that say whether AMX is usable and how much of the CPU a process may use.
 AMX_KEYS = (
@@ -274,7 +271,9 @@ def fingerprint_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) ->
         if isinstance(old, dict) and isinstance(new, dict) and part != "amx":
             names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
             shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            changes.append(f"{part}: {shown}")
+            # A named stamp that no longer holds says why, as its own role would.
+            unheld = named_stamp_problems({name: new.get(name) for name in names}) if part == "stamps" else []
+            changes.append(f"{part}: {shown}" + (f" ({'; '.join(unheld)})" if unheld else ""))
         elif isinstance(old, dict) and isinstance(new, dict):
             names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
             changes.append(f"{part}: {', '.join(names)}")
@@ -326,5 +325,5 @@ def decide(
         return False, "the node could not be fingerprinted"
     changes = fingerprint_changes(stamp["fingerprint"], live_fingerprint)
     if changes:
-        return False, f"{NODE_CHANGED}: " + "; ".join(changes)
+        return False, "the node changed since the stamp: " + "; ".join(changes)
     return True, f"the node is as the stamp of {max(int(age), 0)} s ago found it"

@@ -206,7 +206,6 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
 from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.node_probe import dist_info_names
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
-    NODE_CHANGED,
     StampError,
     amx_fingerprint,
     build_stamp,
@@ -290,7 +289,7 @@ def amx_state():
     return amx_fingerprint(facts)
 
 
-def named_stamps(module, stamp_dir, stamps, boot_id, now):
+def named_stamps_state(module, stamp_dir, stamps, boot_id, now):
     """{role: {"holds": true, "digest"} | {"holds": false, "reason"}} for the stamps a probe names: each read and
     decided as its own role decides it (its inputs hash and maximum age as the probe gives them)."""
     state = {}
@@ -320,7 +319,7 @@ def fingerprint(module, probe, stamp_dir, boot_id, now):
     if probe["amx"]:
         live["amx"] = amx_state()
     if probe["stamps"]:
-        live["stamps"] = named_stamps(module, stamp_dir, probe["stamps"], boot_id, now)
+        live["stamps"] = named_stamps_state(module, stamp_dir, probe["stamps"], boot_id, now)
     return live
 
 
@@ -413,10 +412,6 @@ def run(module, params, check_mode):
         skip, reason = False, why
     else:
         skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["max_age"], params["force"])
-        unheld = named_stamp_problems((live or {}).get("stamps") or {})
-        # Why the named stamps no longer hold, when they are what changed (not after a reboot, say).
-        if unheld and reason.startswith(NODE_CHANGED):
-            reason = f"{reason} ({'; '.join(unheld)})"
     result.update(skip=skip, reason=reason, fingerprint=live or {})
     if skip:
         result["facts"] = stamp["facts"]
