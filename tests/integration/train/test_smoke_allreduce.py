@@ -4,6 +4,7 @@
 """smoke_allreduce.py for real: an all_reduce over 2 ranks under mpirun, and its failure paths."""
 
 import json
+import re
 import subprocess
 import time
 
@@ -13,6 +14,7 @@ from train_helpers import FILES, run_env
 from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
 from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command
 from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
+from ansible_collections.amx.cluster.plugins.module_utils.onednn_verbose import run_kernels
 
 pytestmark = pytest.mark.slow
 SMOKE = str(FILES / "smoke_allreduce.py")
@@ -64,6 +66,47 @@ def test_two_ranks_sum(train_python, installed_versions, mpirun, localhost_hostf
         assert line["backend"] == "gloo"
         assert line["master_port"] == str(free_port)
         assert len(line["hosts"]) == 2
+
+
+# The question asked of oneDNN directly, apart from the smoke test: a bf16 Linear forward with ONEDNN_VERBOSE=1
+# (DNNL_VERBOSE=1 for older builds) in a fresh interpreter, its matmul / inner product lines read with a plain regex.
+ASK_ONEDNN = """
+import torch
+layer = torch.nn.Linear(128, 128)
+with torch.autocast("cpu", dtype=torch.bfloat16):
+    layer(torch.randn(32, 128))
+"""
+MATRIX_IMPL = re.compile(r"_verbose,(?:.*?,)?exec,cpu,(?:matmul|inner_product),([^,]+),[^,]*,[^,]*(?:src_|src:)bf16")
+
+
+def test_the_probe_records_the_kernel_onednn_names(
+    train_python, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path
+):
+    done, lines, _launch = launch_smoke(
+        train_python, installed_versions, localhost_hostfile, free_port, ["--expect_world", "2"], tmp_path
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # Local rank 0 probes, the other rank does not; oneDNN's lines go into the JSON line, not into the log.
+    assert "onednn" in lines[0] and "onednn" not in lines[1]
+    assert not [line for line in done.stdout.splitlines() if line.startswith("onednn_verbose")]
+    amx = run_kernels([line for line in lines if line["local_rank"] == 0], "integration")
+    print("run.json's amx on this machine:", json.dumps(amx, indent=1))
+
+    asked = subprocess.run(
+        [str(train_python), "-c", ASK_ONEDNN],
+        capture_output=True,
+        text=True,
+        env=run_env(ONEDNN_VERBOSE="1", DNNL_VERBOSE="1"),
+        timeout=300,
+        check=True,
+    )
+    said = sorted({match.group(1) for match in MATRIX_IMPL.finditer(asked.stdout)})
+    assert said, asked.stdout[-2000:]
+    node = amx["nodes"][lines[0]["host"]]
+    assert node["impls"] == said
+    assert node["isa"] == said[0].rsplit(":", 1)[1]
+    assert node["amx"] is ("amx" in said[0])
+    assert amx["used"] == ("yes" if node["amx"] else f"no ({node['isa']})")
 
 
 def test_wrong_sum_fails(train_python, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path):
