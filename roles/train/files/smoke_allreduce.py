@@ -27,6 +27,7 @@ firewall between nodes, or the wrong network interface).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
 import json
 import os
@@ -84,14 +85,15 @@ def onednn_probe(torch: Any) -> Dict[str, Any]:
         try:
             layer = torch.nn.Linear(256, 256)
             batch = torch.randn(64, 256)
-            verbose = getattr(torch.backends.mkldnn, "verbose", None)
-            # torch's switch where it has one; ONEDNN_VERBOSE / DNNL_VERBOSE (set before torch was imported) else.
-            if verbose is not None and hasattr(torch.backends.mkldnn, "VERBOSE_ON"):
-                with verbose(torch.backends.mkldnn.VERBOSE_ON), torch.autocast("cpu", dtype=torch.bfloat16):
-                    layer(batch)
-            else:
-                with torch.autocast("cpu", dtype=torch.bfloat16):
-                    layer(batch)
+            with contextlib.ExitStack() as scope:
+                # torch's switch where it has one; a build without it, or whose switch fails, still reads
+                # ONEDNN_VERBOSE / DNNL_VERBOSE, set before torch was imported.
+                verbose = getattr(torch.backends.mkldnn, "verbose", None)
+                if verbose is not None and hasattr(torch.backends.mkldnn, "VERBOSE_ON"):
+                    with contextlib.suppress(RuntimeError):
+                        scope.enter_context(verbose(torch.backends.mkldnn.VERBOSE_ON))
+                scope.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+                layer(batch)
         except Exception as error:  # the smoke test's answer does not depend on the probe
             return {"onednn_error": f"{type(error).__name__}: {error}"}
         finally:

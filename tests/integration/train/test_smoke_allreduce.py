@@ -109,6 +109,41 @@ def test_the_probe_records_the_kernel_onednn_names(
     assert amx["used"] == ("yes" if node["amx"] else f"no ({node['isa']})")
 
 
+# An older torch without its own verbose switch: the probe then relies on ONEDNN_VERBOSE / DNNL_VERBOSE, which
+# smoke_allreduce.py sets before it imports torch (here as its main() does; the switch is hidden from the probe).
+WITHOUT_SWITCH = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+if sys.argv[2] == "with-env":
+    os.environ["ONEDNN_VERBOSE"] = os.environ["DNNL_VERBOSE"] = "1"
+import torch
+import smoke_allreduce
+torch.backends.mkldnn.verbose = None
+assert getattr(torch.backends.mkldnn, "verbose", None) is None
+sys.stdout.write(json.dumps(smoke_allreduce.onednn_probe(torch)) + "\\n")
+"""
+
+
+@pytest.mark.parametrize("env", ["with-env", "without"])
+def test_the_probe_works_from_the_environment_alone(train_python, env):
+    clean = {key: value for key, value in run_env().items() if key not in ("ONEDNN_VERBOSE", "DNNL_VERBOSE")}
+    done = subprocess.run(
+        [str(train_python), "-c", WITHOUT_SWITCH, str(FILES), env],
+        capture_output=True,
+        text=True,
+        env=clean,
+        timeout=300,
+        check=True,
+    )
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    record = run_kernels([{"host": "here", "rank": 0, **probe}])["nodes"]["here"]
+    if env == "with-env":
+        assert record["impl"] and record["amx"] is not None, probe
+    else:
+        # Neither the switch nor the variables: oneDNN says nothing, and the record says so.
+        assert record["impl"] is None and record["reason"].startswith("oneDNN printed no verbose line"), probe
+
+
 def test_wrong_sum_fails(train_python, installed_versions, mpirun, localhost_hostfile, free_port, tmp_path):
     done, lines, _launch = launch_smoke(
         train_python, installed_versions, localhost_hostfile, free_port, ["--expect_sum", "4"], tmp_path
