@@ -50,6 +50,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "dest": {"type": "path", "required": True},
     "prices": {"type": "dict", "default": {}},
     "title": {"type": "str", "default": DEFAULT_TITLE},
+    "amx": {"type": "dict", "default": {}},
 }
 
 # Colours that stay apart for colour-blind readers (Okabe-Ito).
@@ -168,7 +169,7 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         dest = os.path.abspath(args["dest"])
         try:
-            report = build_report(args["runs"], prices=args["prices"], title=args["title"])
+            report = build_report(args["runs"], prices=args["prices"], title=args["title"], amx=args["amx"])
         except ValueError as error:
             raise AnsibleActionFail(f"scaling_report: {error}") from error
 

@@ -106,7 +106,11 @@ class ActionModule(ActionBase):
             run_id=plan["run_id"],
             run_dir=plan["run_dir"],
             launch=plan["launch"],
-            smoke={"skipped": plan["smoke_reason"]},
+            smoke={
+                "skipped": plan["smoke_reason"],
+                "onednn": (plan.get("smoke_figures") or {}).get("onednn"),
+                "onednn_run": (plan.get("smoke_figures") or {}).get("run_id"),
+            },
             single_node=None,
             job=done,
             metrics=metrics,
@@ -117,10 +121,11 @@ class ActionModule(ActionBase):
                 json.dumps(record, indent=4, sort_keys=True, separators=(",", ": "), ensure_ascii=False) + "\n"
             )
         failed = bool(done.get("job_failed", True))
-        summary = "Run {} {} after {} (one step). Results: {}/ (run.json, {} files{}).".format(
+        summary = "Run {} {} after {} (one step). AMX used: {}. Results: {}/ (run.json, {} files{}).".format(
             plan["run_id"],
             "FAILED" if failed else "finished",
             done.get("duration_human", "?"),
+            record["amx"]["used"],
             results_dir,
             len(files),
             "" if bundle else "; " + (done.get("bundle_error") or "no files came back"),

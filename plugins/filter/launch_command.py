@@ -89,6 +89,18 @@ options:
       - Variables whose current value gets a folder in front (C(export LD_LIBRARY_PATH=DIR${LD_LIBRARY_PATH:+:...})),
         for Intel MPI's libraries (P(amx.cluster.mpi_launcher#filter)).
     type: dict
+  leave_unset:
+    description:
+      - Variables of the layout not to set (C(OMP_NUM_THREADS), C(KMP_HW_SUBSET), C(AMX_CLUSTER_RANK_CPUS),
+        C(AMX_CLUSTER_RANK_OMP_CPUS)), so that the program picks its own; O(extra_env) still sets any of them.
+      - The post's single-node run leaves C(OMP_NUM_THREADS) unset, so torch uses every physical core.
+    type: list
+    elements: str
+    default: []
+  source_setvars:
+    description: Source oneCCL's C(setvars.sh) where the binding is installed; false never does (the post's run).
+    type: bool
+    default: true
 """
 
 EXAMPLES = r"""

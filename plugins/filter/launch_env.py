@@ -42,6 +42,13 @@ options:
   extra_env:
     description: More variables.
     type: dict
+  leave_unset:
+    description:
+      - Variables of the layout not to set (C(OMP_NUM_THREADS), C(KMP_HW_SUBSET), C(AMX_CLUSTER_RANK_CPUS),
+        C(AMX_CLUSTER_RANK_OMP_CPUS)), so that the program picks its own; O(extra_env) still sets any of them.
+    type: list
+    elements: str
+    default: []
 """
 
 EXAMPLES = r"""

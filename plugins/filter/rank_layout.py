@@ -73,6 +73,8 @@ options:
       - The node's topology as cpu_facts reports it; O(mode=socket) reads C(socket_cores) (a list, one
         C({socket, numa_nodes, cores}) per socket) and C(numa_nodes) (C({node, cpus})).
       - Without C(socket_cores) the node is one socket of cores 0 to O(_input) - 1.
+      - C(socket_cores) that list more cores than O(_input) (cpu_facts' fallback without per-CPU core ids, which
+        counts every logical CPU) are refused in O(mode=socket), naming why.
     type: dict
   pin:
     description: Pin every rank to its cores (C(AMX_CLUSTER_RANK_CPUS)); default true in O(mode=socket), else false.

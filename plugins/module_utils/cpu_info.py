@@ -382,7 +382,7 @@ def socket_cores_from(
     if mapping is None:
         warnings.append(
             "no per-CPU socket and core numbers (lscpu -p, /proc/cpuinfo physical id / core id): socket_cores "
-            "holds one socket with every allowed CPU, each counted as a core"
+            "holds one socket with every allowed CPU, each counted as a core (a socket-mode layout refuses it)"
         )
         return [
             {

@@ -29,6 +29,8 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence
 from ansible_collections.amx.cluster.plugins.module_utils.train_agent import RESUME_VAR
 
 GENV_DEFAULT = ("OMP_NUM_THREADS", "LD_PRELOAD")
+# What the layout sets for the OpenMP threads and the pinning (launch_env's leave_unset may leave them to the program).
+LAYOUT_VARIABLES = ("OMP_NUM_THREADS", "KMP_HW_SUBSET", "AMX_CLUSTER_RANK_CPUS", "AMX_CLUSTER_RANK_OMP_CPUS")
 MPI_IMPLEMENTATIONS = ("mpich", "intel")
 SCRIPTS = ("qa_finetune", "run_qa", "custom")
 IMPI_PACKAGE = "impi-rt"
@@ -65,6 +67,7 @@ def launch_env(
     ld_preload: Optional[str] = None,
     kmp_hw_subset: Optional[str] = "1T",
     extra_env: Optional[Mapping[str, Any]] = None,
+    leave_unset: Sequence[str] = (),
 ) -> Dict[str, str]:
     """All variables of the run, in the recipe's order, as strings.
 
@@ -72,7 +75,17 @@ def launch_env(
     given (transformers defaults to 29500), ``NUM_PROCESSES``, ``NUM_PROCESSES_PER_NODE``, the
     ``CCL_*`` variables when the backend is ccl, ``KMP_HW_SUBSET`` (physical cores only; acts
     with Intel OpenMP), ``OMP_NUM_THREADS``, ``LD_PRELOAD`` (the node's tcmalloc) and ``extra_env``.
+    ``leave_unset`` names variables of the layout (:data:`LAYOUT_VARIABLES`) not to set, so that the program
+    picks its own (the post's single-node run leaves ``OMP_NUM_THREADS`` to torch: every physical core);
+    ``extra_env`` still sets any of them.
     """
+    unknown = sorted(set(leave_unset) - set(LAYOUT_VARIABLES))
+    if unknown:
+        raise LaunchError(
+            "leave_unset names {}: only the layout's variables ({}) can be left unset".format(
+                ", ".join(unknown), ", ".join(LAYOUT_VARIABLES)
+            )
+        )
     for key in ("num_processes", "processes_per_node", "nodes", "omp_num_threads", "ccl_worker_count"):
         if key not in layout:
             raise LaunchError(f"layout lacks {key!r}: pass the result of rank_layout")
@@ -115,6 +128,8 @@ def launch_env(
     for name in ("AMX_CLUSTER_RANK_CPUS", "AMX_CLUSTER_RANK_OMP_CPUS"):
         if (layout.get("env") or {}).get(name):
             env[name] = str(layout["env"][name])
+    for name in leave_unset:
+        env.pop(name, None)
     if ld_preload:
         env["LD_PRELOAD"] = str(ld_preload)
     for name, value in (extra_env or {}).items():
@@ -141,6 +156,8 @@ def launch_command(
     launcher_options: Optional[Sequence[Any]] = None,
     path_env: Optional[Mapping[str, Any]] = None,
     resume_flag: Optional[str] = None,
+    leave_unset: Sequence[str] = (),
+    source_setvars: bool = True,
 ) -> Dict[str, Any]:
     """Render the launch: ``argv`` (list), ``command`` (shell-quoted string), ``env`` (exported
     before the launcher), ``genv`` (passed with ``-genv NAME=VALUE``), ``setvars`` (the oneCCL
@@ -155,7 +172,9 @@ def launch_command(
     (``export LD_LIBRARY_PATH=DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}``), for Intel MPI's libraries.
     ``resume_flag`` (``--resume_from_checkpoint``) ends the script's command with that flag and the value of
     ``AMX_CLUSTER_RESUME_FROM`` when an attempt of the job sets it, and with nothing otherwise: every attempt
-    runs the same script (``argv`` leaves the flag out).
+    runs the same script (``argv`` leaves the flag out). ``leave_unset`` goes to :func:`launch_env`;
+    ``source_setvars=False`` sources no oneCCL ``setvars.sh`` even where the binding is installed (the post's
+    single-node run: one process, no oneCCL, no Intel MPI).
     """
     if not script:
         raise LaunchError("script is required: the training script to run (for example run_qa.py)")
@@ -168,7 +187,9 @@ def launch_command(
                 ", ".join(clashes)
             )
         )
-    variables = launch_env(layout, dialect, master_addr, master_port, ld_preload, kmp_hw_subset, extra_env)
+    variables = launch_env(
+        layout, dialect, master_addr, master_port, ld_preload, kmp_hw_subset, extra_env, leave_unset=leave_unset
+    )
     world = int(layout["num_processes"])
     if launcher is None and world != 1:
         raise LaunchError(f"launcher=None runs one process, but the layout has {world}: use mpirun")
@@ -202,7 +223,7 @@ def launch_command(
         argv = tail
 
     source: Optional[str] = None
-    if dialect.get("oneccl_installed") or dialect.get("backend") == "ccl":
+    if source_setvars and (dialect.get("oneccl_installed") or dialect.get("backend") == "ccl"):
         source = shell_quote(str(setvars)) if setvars else ONECCL_SETVARS.format(python=shlex.quote(str(python)))
 
     command = shell_join(argv)

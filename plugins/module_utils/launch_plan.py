@@ -18,6 +18,7 @@ import math
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import canonical_json
+from ansible_collections.amx.cluster.plugins.module_utils.onednn_verbose import run_kernels
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import RUN_DIR_MARK, RUN_ID_MARK
 
 __all__ = [
@@ -197,10 +198,15 @@ def run_record(
 
     ``static`` is what does not change from run to run (the master, the nodes with their topology and versions, the
     layout, the dialect, the hostfile, MASTER_ADDR, the script, its file and arguments, the kind of data);
-    ``launch`` the rendered launch (command, argv, env, genv, setvars); ``job`` amx.cluster.train_job's result;
-    ``metrics`` the run's metrics.json (empty when there is none)."""
+    ``launch`` the rendered launch (command, argv, env, genv, setvars); ``smoke`` the smoke test's figures (its
+    ``onednn``: the JSON lines of the ranks that ran the bf16 probe, and ``onednn_run``: the run whose smoke test
+    gave them, when it is an earlier one's record), which become ``amx`` (module_utils/onednn_verbose.py);
+    ``job`` amx.cluster.train_job's result; ``metrics`` the run's metrics.json (empty when there is none)."""
     metrics = dict(metrics or {})
     train = metrics.get("train")
+    smoke = dict(smoke) if smoke else None
+    probes = (smoke or {}).pop("onednn", None)
+    measured_in = (smoke or {}).pop("onednn_run", None) or run_id
     return {
         "run_id": run_id,
         "succeeded": not job.get("job_failed", True),
@@ -218,7 +224,9 @@ def run_record(
         "script_file": static.get("script_file"),
         "script_args": static.get("script_args"),
         "data": static.get("data"),
-        "smoke": dict(smoke) if smoke else None,
+        "smoke": smoke,
+        # Which kernels did the bf16 matrix work on each node (the smoke test's probe), and so whether AMX ran.
+        "amx": run_kernels(probes, measured_in if probes else None),
         "single_node": dict(single_node) if single_node else None,
         "job": {
             "rc": job.get("rc"),

@@ -125,6 +125,17 @@ def socket_cores(topology: Optional[Mapping[str, Any]], physical_cores: int) -> 
     ids = [s["socket"] for s in sockets]
     if len(set(ids)) != len(ids):
         raise LayoutError(f"topology.socket_cores lists a socket twice: {ids}")
+    # cpu_facts' fallback when it has no per-CPU socket and core ids lists every logical CPU as a core: pinning
+    # ranks to those would put threads on hyperthreads and count them as cores.
+    listed = len(seen)
+    if listed > physical_cores:
+        raise LayoutError(
+            f"socket mode needs each CPU's socket and core id, and these facts have none: topology.socket_cores "
+            f"lists {listed} CPUs as cores on a node of {physical_cores} physical cores (cpu_facts without lscpu -p "
+            "or /proc/cpuinfo's physical id and core id counts every logical CPU), so socket mode cannot tell a "
+            "core from its hyperthread; use train_layout_mode shared or partitioned, or gather the facts where "
+            "lscpu -p works"
+        )
     return sorted(sockets, key=lambda s: s["socket"])
 
 

@@ -212,7 +212,10 @@ def reference_report(prices: Optional[Mapping[str, float]] = None) -> Dict[str, 
 
 
 def build_report(
-    runs: Sequence[Any], prices: Optional[Mapping[str, Any]] = None, title: str = "Scaling of the training job"
+    runs: Sequence[Any],
+    prices: Optional[Mapping[str, Any]] = None,
+    title: str = "Scaling of the training job",
+    amx: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """The scaling report of ``runs`` (measurements of one job on different node counts).
 
@@ -220,8 +223,12 @@ def build_report(
     ``epoch_seconds`` (the measured time of an epoch, or a list of them: their mean), ``samples_per_epoch``
     (to project the time of an epoch when it was not measured), ``instance_type`` (for the cost) and
     ``label`` (a name for the run, such as its run id). ``prices`` (instance type -> USD per hour) are merged
-    over :data:`DEFAULT_PRICES`. Raises ValueError naming the run and the field on bad input.
+    over :data:`DEFAULT_PRICES`. ``amx`` is the run record's ``amx`` (module_utils/onednn_verbose.py's
+    ``run_kernels``: whether AMX did the bf16 matrix work, per node), kept as it is. Raises ValueError naming the
+    run and the field on bad input.
     """
+    if amx is not None and not isinstance(amx, Mapping):
+        raise ValueError(f"amx must be the run record's amx mapping, got {type(amx).__name__}")
     if isinstance(runs, (str, bytes)) or not isinstance(runs, Sequence):
         raise ValueError(f"runs must be a list of measurements, got {type(runs).__name__}")
     if not runs:
@@ -282,6 +289,7 @@ def build_report(
         "reference": reference_report(table),
         "prices": {instance_type: table[instance_type] for instance_type in used},
         "notes": notes,
+        "amx": dict(amx) if amx else None,
     }
 
 
@@ -320,6 +328,19 @@ def _table(header: Sequence[str], align: Sequence[str], rows: Sequence[Sequence[
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return lines
+
+
+def _amx_lines(amx: Optional[Mapping[str, Any]]) -> List[str]:
+    """The line under the table that says whether AMX did the bf16 matrix work, and which kernel did on each node."""
+    if not amx:
+        return []
+    nodes = amx.get("nodes") or {}
+    kernels = "; ".join(
+        "{}: {}".format(host, (record or {}).get("impl") or (record or {}).get("reason") or "?")
+        for host, record in sorted(nodes.items())
+    )
+    source = f", measured by the smoke test of run {amx['measured_in']}" if amx.get("measured_in") else ""
+    return ["", "AMX used: {} ({}{}).".format(amx.get("used", "unknown"), kernels or "no node measured", source)]
 
 
 def render_markdown(report: Mapping[str, Any]) -> str:
@@ -369,6 +390,7 @@ def render_markdown(report: Mapping[str, Any]) -> str:
         ["---:", "---", "---", "---:", "---:", "---:", "---", "---", "---:", "---:", "---:"],
         rows,
     )
+    lines += _amx_lines(report.get("amx"))
     reference = report["reference"]
     lines += ["", f"## Reference: the original recipe ({reference['title']})", ""]
     rows = [

@@ -149,11 +149,12 @@ def smoke_test_due(
     force: bool = False,
     guarded: bool = True,
 ) -> Dict[str, Any]:
-    """Whether the smoke test runs: ``run`` (bool), ``reason`` (a sentence for the play's output) and ``age`` (the
-    record's age in seconds, or None). ``record`` is the record file's text ('' or None: there is none). The smoke
-    test is skipped only when the record is readable, its fingerprint is the live one, and it is between 0 and
-    ``max_age`` seconds old; every other case runs it, never fails. ``guarded`` false (a job that does not watch its
-    first collective, so that a skipped smoke test's hang would go unexplained) always runs it."""
+    """Whether the smoke test runs: ``run`` (bool), ``reason`` (a sentence for the play's output), ``age`` (the
+    record's age in seconds, or None) and, when it is skipped, ``figures`` (what the recorded smoke test measured).
+    ``record`` is the record file's text ('' or None: there is none). The smoke test is skipped only when the record
+    is readable, its fingerprint is the live one, and it is between 0 and ``max_age`` seconds old; every other case
+    runs it, never fails. ``guarded`` false (a job that does not watch its first collective, so that a skipped smoke
+    test's hang would go unexplained) always runs it."""
     if not isinstance(fingerprint, str) or not fingerprint:
         raise ValueError("fingerprint must be the live cluster fingerprint (amx.cluster.smoke_fingerprint)")
     for name, value in (("now", now), ("max_age", max_age)):
@@ -187,8 +188,11 @@ def smoke_test_due(
             "reason": "the cluster changed since the last smoke test (another fingerprint)",
             "age": age,
         }
+    figures = found.get("figures")
     return {
         "run": False,
         "reason": f"the cluster is as it was when the smoke test passed {age:.0f} s ago (same fingerprint)",
         "age": age,
+        # What that smoke test measured (its run id, the bf16 probe's oneDNN lines), for this run's record.
+        "figures": dict(figures) if isinstance(figures, Mapping) else {},
     }

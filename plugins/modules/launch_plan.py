@@ -127,6 +127,12 @@ smoke_reason:
   description: Why the smoke test is not due (its record still holds).
   returned: when ready
   type: str
+smoke_figures:
+  description:
+    - What the recorded smoke test measured (C(run_id), C(onednn) the bf16 probe's lines per node), for the run's
+      record.
+  returned: when ready
+  type: dict
 """
 
 # Ansible modules import after their documentation (validate-modules checks it).
@@ -338,6 +344,7 @@ def check_plan(params, plan_path, check_mode):
         "changed": bool(params["prepare"]),
         "reason": f"{reason}; every node is as it was then",
         "smoke_reason": smoke["reason"],
+        "smoke_figures": smoke.get("figures") or {},
         "run_id": run_id,
         "run_dir": run_dir,
         "launch": {key: launch[key] for key in ("command", "argv", "env", "genv", "setvars", "script")},

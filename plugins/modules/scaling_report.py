@@ -71,6 +71,12 @@ options:
         C(c7i.48xlarge), C(m8i.48xlarge) and C(c6i.16xlarge); check them for your region and account.
     type: dict
     default: {}
+  amx:
+    description:
+      - Which kernels did the bf16 matrix work on the nodes, as the run's record (C(run.json)) keeps it under
+        C(amx) (C(used), C(nodes), C(measured_in)); the report says it under its table. Empty leaves it out.
+    type: dict
+    default: {}
   title:
     description: Title of the Markdown document and of the plot.
     type: str

@@ -14,6 +14,11 @@ MASTER_PORT (127.0.0.1:29500 when unset, as on one node), adds rank + 1 over all
 one JSON line: rank, world, local_rank, host, backend, result, expected, ok, hosts (every rank's
 host name), seconds.
 
+Before that, local rank 0 of each node runs a short bf16 matrix product (a Linear layer under
+torch.autocast on the CPU) with oneDNN's verbose output on, and puts oneDNN's lines about it in its
+JSON line as ``onednn`` (or the error as ``onednn_error``): the controller reads from them which
+kernel did the bf16 matrix work, and so whether AMX ran (module_utils/onednn_verbose.py).
+
 Exit codes: 0 the sum is right; 1 wrong sum; 2 the world size is not --expect_world; 3 the
 process group could not start; 124 --timeout seconds passed (a hang: usually MASTER_ADDR, a
 firewall between nodes, or the wrong network interface).
@@ -22,10 +27,13 @@ firewall between nodes, or the wrong network interface).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import socket
 import sys
+import tempfile
 import threading
 import time
 from datetime import timedelta
@@ -68,12 +76,52 @@ def on_timeout() -> None:
     os._exit(124)
 
 
+def onednn_probe(torch: Any) -> Dict[str, Any]:
+    """oneDNN's verbose lines for one bf16 Linear forward, read from this process's own standard output."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 1)
+        try:
+            layer = torch.nn.Linear(256, 256)
+            batch = torch.randn(64, 256)
+            with contextlib.ExitStack() as scope:
+                # torch's switch where it has one; a build without it, or whose switch fails, still reads
+                # ONEDNN_VERBOSE / DNNL_VERBOSE, set before torch was imported.
+                verbose = getattr(torch.backends.mkldnn, "verbose", None)
+                if verbose is not None and hasattr(torch.backends.mkldnn, "VERBOSE_ON"):
+                    with contextlib.suppress(RuntimeError):
+                        scope.enter_context(verbose(torch.backends.mkldnn.VERBOSE_ON))
+                scope.enter_context(torch.autocast("cpu", dtype=torch.bfloat16))
+                layer(batch)
+        except Exception as error:  # the smoke test's answer does not depend on the probe
+            return {"onednn_error": f"{type(error).__name__}: {error}"}
+        finally:
+            # oneDNN writes through C's stdio: flush its buffer into the file before standard output goes back.
+            ctypes.CDLL(None).fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+        captured.seek(0)
+        text = captured.read().decode("utf-8", "replace")
+    keep = [
+        line
+        for line in text.splitlines()
+        if "_verbose," in line
+        and "template:" not in line
+        and (",info," in line or "matmul" in line or "inner_product" in line)
+    ]
+    return {"onednn": keep[:40]}
+
+
 def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="all_reduce smoke test for a distributed CPU job")
     parser.add_argument("--backend", "--ddp_backend", "--xpu_backend", default="gloo", choices=["gloo", "ccl", "mpi"])
     parser.add_argument("--timeout", type=int, default=120, help="hard limit in seconds for the whole test")
     parser.add_argument("--expect_world", type=int, help="fail unless this many ranks take part")
     parser.add_argument("--expect_sum", type=float, help="override the expected sum (tests the failure path)")
+    parser.add_argument(
+        "--no_onednn_probe", action="store_true", help="skip the bf16 matmul with oneDNN's verbose output"
+    )
     # The training job's other dialect flags are accepted and ignored, so the smoke test can be launched
     # with exactly the job's command line, the script swapped.
     for flag in ("--no_cuda", "--use_cpu", "--use_ipex", "--bf16"):
@@ -114,9 +162,16 @@ def main(argv: Sequence[str]) -> int:
         )
         return 2
 
+    probe = local_rank == 0 and not args.no_onednn_probe
+    if probe:
+        # Older torch builds have no switch of their own: oneDNN reads these when it starts.
+        os.environ.setdefault("ONEDNN_VERBOSE", "1")
+        os.environ.setdefault("DNNL_VERBOSE", "1")
     STATE["phase"] = "import torch"
     import torch
     import torch.distributed as dist
+
+    kernels = onednn_probe(torch) if probe else {}
 
     if args.backend == "ccl":
         STATE["phase"] = "import oneccl_bindings_for_pytorch"
@@ -152,7 +207,7 @@ def main(argv: Sequence[str]) -> int:
     watchdog.cancel()
 
     ok = result == expected
-    emit({**STATE["identity"], "result": result, "expected": expected, "ok": ok, "hosts": hosts})
+    emit({**STATE["identity"], "result": result, "expected": expected, "ok": ok, "hosts": hosts, **kernels})
     return 0 if ok else 1
 
 

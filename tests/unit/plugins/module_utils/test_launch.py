@@ -179,6 +179,40 @@ def test_single_node_check_without_launcher():
     assert launch["env"]["LD_PRELOAD"] == TCMALLOC
 
 
+def test_the_posts_single_node_run_leaves_the_threads_to_torch_and_sources_no_setvars():
+    # Pinned (socket mode) and with the oneCCL binding installed: what the post's run leaves out is all there first.
+    topology = {"socket_cores": [{"socket": 0, "numa_nodes": [0], "cores": list(range(32))}]}
+    layout = rank_layout(32, os_reserved_cores=6, mode="socket", topology=topology)
+    dialect = flag_dialect("4.24.0", 1, oneccl_installed=True, ipex_installed=True, use_ipex=True)
+    cluster_env = launch_command(layout, dialect, "run_qa.py", launcher=None, ld_preload=TCMALLOC)
+    assert cluster_env["env"]["OMP_NUM_THREADS"] == "26" and cluster_env["env"]["AMX_CLUSTER_RANK_CPUS"]
+    assert cluster_env["setvars"] and "source " in cluster_env["script"]
+    post = launch_command(
+        layout,
+        dialect,
+        "run_qa.py",
+        launcher=None,
+        ld_preload=TCMALLOC,
+        leave_unset=["OMP_NUM_THREADS", "KMP_HW_SUBSET", "AMX_CLUSTER_RANK_CPUS", "AMX_CLUSTER_RANK_OMP_CPUS"],
+        source_setvars=False,
+        extra_env={"PYTHONFAULTHANDLER": "1"},
+    )
+    assert post["env"] == {
+        "NUM_PROCESSES": "1",
+        "NUM_PROCESSES_PER_NODE": "1",
+        "LD_PRELOAD": TCMALLOC,
+        "PYTHONFAULTHANDLER": "1",
+    }
+    assert post["setvars"] is None and "source " not in post["script"]
+    # The user's own variables still win.
+    mine = launch_command(
+        layout, dialect, "run_qa.py", launcher=None, leave_unset=["OMP_NUM_THREADS"], extra_env={"OMP_NUM_THREADS": 8}
+    )
+    assert mine["env"]["OMP_NUM_THREADS"] == "8"
+    with pytest.raises(LaunchError, match="leave_unset names LD_PRELOAD: only the layout's variables"):
+        launch_command(layout, dialect, "run_qa.py", launcher=None, leave_unset=["LD_PRELOAD"])
+
+
 def test_launch_env_merges_everything_in_order():
     layout = rank_layout(32, nodes=4, processes_per_node=2, ccl_workers=2, os_reserved_cores=6)
     dialect = flag_dialect("4.24.0", world_size=8, oneccl_installed=True)

@@ -262,4 +262,31 @@ def test_run_record_has_the_full_paths_shape():
     assert record["epoch_seconds"] == [1.0]
     assert record["metrics"]["world_size"] == 4 and record["metrics"]["eval_after"] is None
     assert record["smoke"] == {"skipped": "same"} and record["single_node"] is None
+    assert record["amx"] == {
+        "used": "unknown (no oneDNN record: the smoke test did not run)",
+        "nodes": {},
+        "measured_in": None,
+    }
     assert run_record(static, RUN_ID, RUN_DIR, {}, None, None, {}, None)["succeeded"] is False
+
+
+@pytest.mark.parametrize(
+    ("smoke", "measured_in"),
+    [
+        # The smoke test ran in this run.
+        ({"rc": 0, "seconds": 2.0}, RUN_ID),
+        # Skipped: its record is an earlier run's, and says which.
+        ({"skipped": "same fingerprint", "onednn_run": "run-0"}, "run-0"),
+    ],
+)
+def test_run_record_says_which_kernels_did_the_bf16_work(smoke, measured_in):
+    line = (
+        "onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx512_core_amx,undef,src:bf16::blocked:ab::f0 "
+        "wei:bf16::blocked:ba::f0 dst:bf16::blocked:ab::f0,,,64x256:256x256,0.02"
+    )
+    probes = [{"host": "spr-a01", "rank": 0, "local_rank": 0, "ok": True, "onednn": [line]}]
+    record = run_record({}, RUN_ID, RUN_DIR, {}, dict(smoke, onednn=probes), None, {}, None)
+    assert record["amx"]["used"] == "yes" and record["amx"]["measured_in"] == measured_in
+    assert record["amx"]["nodes"]["spr-a01"]["isa"] == "avx512_core_amx"
+    # The probe's lines move to amx; the smoke test's own figures stay.
+    assert "onednn" not in record["smoke"] and "onednn_run" not in record["smoke"]

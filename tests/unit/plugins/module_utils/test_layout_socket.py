@@ -5,8 +5,11 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 
+from ansible_collections.amx.cluster.plugins.module_utils import cpu_info
 from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_env
 from ansible_collections.amx.cluster.plugins.module_utils.layout import LayoutError, rank_layout
 
@@ -305,3 +308,24 @@ def test_bad_inputs_are_refused_with_the_numbers_and_the_fix(kwargs, message):
     with pytest.raises(LayoutError) as error:
         rank_layout(32, mode="socket", **arguments)
     assert message in str(error.value)
+
+
+# tests/unit/fixtures/cpu/spr_8468: a 2 x 48-core Xeon 8468 (192 CPUs) known only from its plain lscpu text, so its
+# facts have no per-CPU socket and core ids and socket_cores falls back to one socket of 192 "cores".
+SPR_8468_LSCPU = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "cpu" / "spr_8468" / "lscpu.txt"
+
+
+def test_socket_mode_refuses_facts_without_per_cpu_core_ids():
+    topology = cpu_info.topology([], cpu_info.parse_lscpu_text(SPR_8468_LSCPU.read_text()))
+    assert topology["physical_cores"] == 96 and sum(len(s["cores"]) for s in topology["socket_cores"]) == 192
+    with pytest.raises(LayoutError) as error:
+        # The recipe's shape on it: without the refusal, OMP_NUM_THREADS 172 (192 CPUs - 18 for the OS - 2 oneCCL).
+        rank_layout(96, processes_per_node=1, ccl_workers=2, os_reserved_cores=18, mode="socket", topology=topology)
+    assert "socket mode needs each CPU's socket and core id" in str(error.value)
+    assert "lists 192 CPUs as cores on a node of 96 physical cores" in str(error.value)
+    assert "use train_layout_mode shared or partitioned" in str(error.value)
+    # The modes that do not read per-CPU ids lay the node out from its 96 physical cores.
+    shared = rank_layout(
+        96, processes_per_node=1, ccl_workers=2, os_reserved_cores=18, mode="shared", topology=topology
+    )
+    assert shared["omp_num_threads"] == 96 - 18 - 2

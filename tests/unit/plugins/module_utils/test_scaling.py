@@ -221,6 +221,23 @@ def test_format_duration(seconds, text):
     assert format_duration(seconds) == text
 
 
+def test_the_report_says_whether_amx_did_the_bf16_work():
+    amx = {
+        "used": "no (avx512_core_bf16)",
+        "nodes": {"b": {"impl": "brg_matmul:avx512_core_bf16"}, "a": {"impl": "brg_matmul:avx512_core_bf16"}},
+        "measured_in": "run-1",
+    }
+    report = build_report([run(1, 56.15, 2738)], amx=amx)
+    assert report["amx"] == amx
+    assert (
+        "AMX used: no (avx512_core_bf16) (a: brg_matmul:avx512_core_bf16; b: brg_matmul:avx512_core_bf16, measured by "
+        "the smoke test of run run-1)." in render_markdown(report).splitlines()
+    )
+    assert "AMX used" not in render_markdown(build_report([run(1, 56.15, 2738)]))
+    with pytest.raises(ValueError, match="amx must be the run record's amx mapping"):
+        build_report([run(1, 56.15, 2738)], amx="yes")
+
+
 def test_markdown_shows_runs_reference_notes_and_prices():
     report = build_report(
         [

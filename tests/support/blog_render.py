@@ -1,0 +1,235 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""What the train role writes for the blog preset, rendered from the roles' own tasks: the golden test's source.
+
+Ansible's Templar renders the expressions of the train role's tasks that compute the layout, the dialect, the
+launcher, the script's arguments and the launches (tasks/preflight_layout.yml, preflight_launcher.yml,
+script_args.yml, prepare.yml, single_node.yml) over its defaults, vars/main.yml and vars/Debian.yml, with the preset
+on top as extra vars, through the collection's real filters; tcmalloc's path is what amx.cluster.tcmalloc's
+tasks/configure.yml picks from a node's linker cache. What only live nodes give is fabricated in :func:`node_facts`.
+
+It runs as its own process (``python blog_render.py PRESET [OVERRIDES_JSON]``, printing JSON): Ansible's collection
+loader must own the ``ansible_collections`` package to resolve ``amx.cluster.*`` filters, which a pytest session
+that imported it from the checkout cannot give it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import sys
+
+import yaml
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+FIXTURE = REPO / "tests" / "unit" / "fixtures" / "cpu" / "spr_metal_r7iz"
+TRAIN = REPO / "roles" / "train"
+TCMALLOC_ROLE = REPO / "roles" / "tcmalloc"
+
+# What only live nodes give, fabricated: the master's private address (the blog's), the venv and the examples
+# checkout (the roles' defaults), the training user's home on Ubuntu, the run id, oneCCL's setvars.sh (what
+# prepare.yml's python -c prints), and `ldconfig -p` on Ubuntu 20.04 with libgoogle-perftools-dev (its -dev package
+# adds the unversioned libtcmalloc.so beside the runtime's libtcmalloc.so.4).
+MASTER_ADDR = "172.31.3.190"
+VENV = "/opt/amx-cluster/venv"
+EXAMPLES = "/opt/amx-cluster/transformers/examples/pytorch/question-answering"
+HOME = "/home/ubuntu"
+RUN_ID = "blog-1"
+RUN_DIR = f"{HOME}/amx-cluster-runs/{RUN_ID}"
+SETVARS = f"{VENV}/lib/python3.8/site-packages/oneccl_bindings_for_pytorch/env/setvars.sh"
+LDCONFIG_UBUNTU_2004 = """\
+1234 libs found in cache `/etc/ld.so.cache'
+\tlibtcmalloc_minimal.so.4 (libc6,x86-64) => /lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
+\tlibtcmalloc_minimal.so (libc6,x86-64) => /lib/x86_64-linux-gnu/libtcmalloc_minimal.so
+\tlibtcmalloc_and_profiler.so.4 (libc6,x86-64) => /lib/x86_64-linux-gnu/libtcmalloc_and_profiler.so.4
+\tlibtcmalloc.so.4 (libc6,x86-64) => /lib/x86_64-linux-gnu/libtcmalloc.so.4
+\tlibtcmalloc.so (libc6,x86-64) => /lib/x86_64-linux-gnu/libtcmalloc.so
+"""
+HOSTS = ["amx-master", "amx-worker-1", "amx-worker-2", "amx-worker-3"]
+
+
+def trusted(value):
+    """A value read from the role's YAML as Ansible reads it: its text may be a template."""
+    from ansible.template import trust_as_template
+
+    if isinstance(value, str):
+        return trust_as_template(value)
+    if isinstance(value, dict):
+        return {key: trusted(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [trusted(item) for item in value]
+    return value
+
+
+def load(path: pathlib.Path):
+    return yaml.safe_load(path.read_text())
+
+
+def find_task(path: pathlib.Path, name: str, inherited: dict | None = None) -> tuple:
+    """The task named ``name`` in a task file (inside blocks too) and the vars of the blocks around it."""
+
+    def walk(tasks, block_vars):
+        for task in tasks or []:
+            merged = {**block_vars, **(task.get("vars") or {})} if "block" in task else block_vars
+            if task.get("name") == name:
+                return task, block_vars
+            for key in ("block", "rescue", "always"):
+                found = walk(task.get(key), merged)
+                if found:
+                    return found
+        return None
+
+    found = walk(load(path), dict(inherited or {}))
+    assert found, f"{path.name} has no task named {name!r}: the test follows the role's task names"
+    return found
+
+
+def _templar(variables: dict):
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar
+
+    return Templar(loader=DataLoader(), variables=variables)
+
+
+class Host:
+    """One host's variables as the play sees them, and the role's set_fact tasks rendered into them."""
+
+    def __init__(self, layers: list, preset: dict):
+        self.vars: dict = {}
+        for layer in layers:
+            self.vars.update(trusted(layer))
+        self.preset = trusted(preset)
+
+    def render(self, value, extra: dict | None = None):
+        # Extra vars (the preset) win over everything, as -e does.
+        variables = {**self.vars, **trusted(extra or {}), **self.preset}
+        return _templar(variables).template(trusted(value))
+
+    def set_fact(self, path: pathlib.Path, name: str, extra: dict | None = None) -> dict:
+        task, block_vars = find_task(path, name)
+        local = {**block_vars, **(task.get("vars") or {}), **(extra or {})}
+        facts = {key: self.render(value, local) for key, value in task["ansible.builtin.set_fact"].items()}
+        self.vars.update(facts)
+        return facts
+
+
+def tcmalloc_library_path(preset: dict) -> str:
+    """amx.cluster.tcmalloc's pick on the node: its tasks/configure.yml over `ldconfig -p`."""
+    host = Host(
+        [
+            load(TCMALLOC_ROLE / "defaults" / "main.yml"),
+            *(load(path) for path in sorted((TCMALLOC_ROLE / "vars").glob("*.yml"))),
+            {"ansible_facts": {"architecture": "x86_64", "os_family": "Debian"}, "inventory_hostname": HOSTS[0]},
+            {"__tcmalloc_ldconfig": {"stdout_lines": LDCONFIG_UBUNTU_2004.splitlines()}},
+        ],
+        preset,
+    )
+    configure = TCMALLOC_ROLE / "tasks" / "configure.yml"
+    host.set_fact(configure, "Pick the tcmalloc library for this architecture")
+    stat_task, _ = find_task(configure, "Resolve the library file")
+    chosen = host.render(stat_task["ansible.builtin.stat"]["path"], stat_task.get("vars"))
+    # The stat's path is the pick; publish it as the role does (tcmalloc_library_path: stat.path).
+    publish, _ = find_task(configure, "Publish the tcmalloc path")
+    host.vars["__tcmalloc_stat"] = {"stat": {"path": chosen, "lnk_source": chosen}}
+    return host.render(publish["ansible.builtin.set_fact"]["tcmalloc_library_path"])
+
+
+def node_facts(preset: dict, recipe_stack: dict, topology: dict) -> dict:
+    """What the roles before train and train's own probes leave on the master (fabricated: see the constants)."""
+    from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import resolve_profile
+
+    profile = resolve_profile(recipe_stack["__torch_stack_profiles"], preset["torch_stack_profile"])
+    return {
+        "inventory_hostname": HOSTS[0],
+        "groups": {"all": HOSTS, "cluster": HOSTS, "master": HOSTS[:1], "workers": HOSTS[1:]},
+        "ansible_play_hosts_all": HOSTS,
+        "ansible_facts": {"os_family": "Debian", "architecture": "x86_64", "user_id": "ubuntu"},
+        "amx_check_topology": topology,
+        "torch_stack_versions": dict(profile["pins"]),
+        "torch_stack_has_oneccl": True,
+        "torch_stack_has_ipex": True,
+        "torch_stack_venv_python": f"{VENV}/bin/python",
+        "torch_stack_packages": {},
+        "hf_examples_example_dir": EXAMPLES,
+        "tcmalloc_library_path": tcmalloc_library_path(preset),
+        "__train_home": HOME,
+        "__train_master_addr": MASTER_ADDR,
+        "__train_setvars": {"stdout": SETVARS},
+        "__train_backend_probe": {"backend": "ccl"},
+    }
+
+
+def render_role(preset: dict, recipe_stack: dict) -> dict:
+    """The train role's launch of the job and of the single-node run on the master, rendered from its own tasks."""
+    from ansible_collections.amx.cluster.plugins.module_utils import cpu_info
+
+    topology = cpu_info.topology(
+        cpu_info.parse_cpuinfo((FIXTURE / "cpuinfo.txt").read_text()),
+        cpu_info.parse_lscpu_json((FIXTURE / "lscpu.json").read_text()),
+    )
+    host = Host(
+        [
+            load(TRAIN / "defaults" / "main.yml"),
+            load(TRAIN / "vars" / "main.yml"),
+            load(TRAIN / "vars" / "Debian.yml"),
+            node_facts(preset, recipe_stack, topology),
+        ],
+        preset,
+    )
+    tasks = TRAIN / "tasks"
+    # preflight_layout.yml on each node (all four the fixture's shape), then the smallest node's on the master.
+    layout = host.set_fact(tasks / "preflight_layout.yml", "Compute this node's rank layout")["__train_node_layout"]
+    host.vars["hostvars"] = {
+        name: {"amx_check_topology": topology, "__train_node_layout": layout, "__train_run_id_fact": RUN_ID}
+        for name in HOSTS
+    }
+    host.set_fact(
+        tasks / "preflight_layout.yml",
+        "Take the layout of the smallest node for the job and the flag dialect of the stack",
+    )
+    host.set_fact(tasks / "preflight_launcher.yml", "Pick the MPI that launches the job")
+    host.set_fact(tasks / "prepare.yml", "Remember the launcher")
+    # prepare.yml includes script_args.yml with these vars for the job.
+    job_args = {
+        "__train_args_dir": "{{ __train_run_dir }}",
+        "__train_args_max_steps": None,
+        "__train_args_max_eval": None,
+        "__train_args_checkpoints": True,
+    }
+    host.set_fact(tasks / "script_args.yml", "Build the training script's arguments", job_args)
+    job = host.set_fact(tasks / "prepare.yml", "Render the launch of the job and of the smoke test")
+    # single_node.yml: its own arguments, layout, dialect and launch.
+    include, _ = find_task(tasks / "single_node.yml", "Build the single-node check's arguments")
+    host.set_fact(tasks / "script_args.yml", "Build the training script's arguments", include["vars"])
+    host.set_fact(tasks / "single_node.yml", "Lay out one process on the master and pick its flags")
+    single = host.set_fact(tasks / "single_node.yml", "Render the single-node check's launch")
+    written, _ = find_task(tasks / "single_node.yml", "Write the single-node check's launch script")
+    return {
+        "job": job["__train_launch"],
+        "smoke": job["__train_smoke_launch"],
+        "single": single["__train_single_launch"],
+        "single_script": host.render(written["ansible.builtin.copy"]["content"]),
+        "layout": host.vars["__train_layout"],
+        "checkpoint_steps": int(host.render("{{ train_checkpoint_steps }}")),
+        "ld_preload": host.vars["tcmalloc_library_path"],
+    }
+
+
+def main(argv: list) -> int:
+    """``blog_render.py PRESET [OVERRIDES_JSON]``: the rendered launches as JSON on standard output."""
+    from ansible.plugins.loader import init_plugin_loader
+
+    # amx.cluster.* resolve to this checkout, linked under .collections by `make setup`, as ansible-playbook finds it.
+    init_plugin_loader([os.fspath(REPO / ".collections")])
+    preset = load(pathlib.Path(argv[0]))
+    preset.update(json.loads(argv[1]) if len(argv) > 1 else {})
+    recipe_stack = load(REPO / "roles" / "torch_stack" / "vars" / "profiles.yml")
+    rendered = render_role(preset, recipe_stack)
+    print(json.dumps(rendered, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
