@@ -4,9 +4,9 @@
 """Write the lock of a stack profile: roles/torch_stack/files/locks/PROFILE/pyX.Y.txt, one per Python of the
 profile's range, every package (dependencies included) with one version, for CPython X.Y on Linux x86_64.
 
-    pip install uv                                        # the resolver (uv is on the package index)
-    python tools/lock_profile.py recipe-2022              # every Python of the profile's range
-    python tools/lock_profile.py recipe-2022 --python 3.8
+    .venv/bin/python -m pip install uv                              # the resolver, from the package index
+    .venv/bin/python tools/lock_profile.py recipe-2022              # every Python of the profile's range
+    .venv/bin/python tools/lock_profile.py recipe-2022 --python 3.8
 
 How (the profile's ``lock`` in vars/profiles.yml): uv resolves the profile's packages, what run_qa.py's requirement
 file adds (EXAMPLE_REQUIREMENTS) and pip, for the node's Python and platform, wheels only, with only the releases
@@ -109,7 +109,9 @@ def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("profile", help="a profile of roles/torch_stack/vars/profiles.yml that has a lock")
     parser.add_argument("--python", action="append", help="a major.minor of the profile's range (repeatable)")
-    parser.add_argument("--uv", default=shutil.which("uv"), help="the uv program (default: uv on PATH)")
+    beside = pathlib.Path(sys.executable).parent / "uv"  # installed into this virtualenv
+    default_uv = str(beside) if beside.is_file() else shutil.which("uv")
+    parser.add_argument("--uv", default=default_uv, help="the uv program (default: beside this Python, or on PATH)")
     args = parser.parse_args(argv)
     profiles = yaml.safe_load(PROFILES.read_text())["__torch_stack_profiles"]
     profile = profiles.get(args.profile)
@@ -117,7 +119,7 @@ def main(argv: Sequence[str]) -> int:
         with_lock = ", ".join(name for name, data in profiles.items() if data.get("lock"))
         raise SystemExit(f"{args.profile!r} is no profile with a lock; these have one: {with_lock}")
     if not args.uv:
-        raise SystemExit("uv is not on PATH: pip install uv, or give --uv PATH")
+        raise SystemExit(f"uv is neither beside {sys.executable} nor on PATH: {sys.executable} -m pip install uv")
     in_range = sp.python_versions(profile["python_min"], profile["python_max"])
     for python in args.python or in_range:
         if python not in in_range:
