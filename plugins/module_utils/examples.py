@@ -22,6 +22,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import (
     index_args,
     major_minor,
     normalize_name,
+    parse_lock,
 )
 
 # The URL forms the role accepts (README "Repository URL"): https, ssh, git and file URLs, scp-like
@@ -169,17 +170,23 @@ def marker_environment(values: Any) -> Dict[str, str]:
     return {key: values[key] for key in MARKER_KEYS}
 
 
-def constraints_text(freeze_text: str) -> str:
+def constraints_text(freeze_text: str, lock: Sequence[str] = ()) -> str:
     """Constraints that keep every package of the virtualenv where it is: ``name==version`` per line of ``pip
-    freeze``. A package installed from a URL or a file (``name @ URL``) has no version to pin and is left out."""
-    pins = []
+    freeze``. A package installed from a URL or a file (``name @ URL``) has no version to pin and is left out. ``lock``
+    (torch_stack_constraints: the profile's lock, ``name==version`` lines) adds the version of every package the
+    virtualenv does not hold yet, so that the example's requirements take their locked release too."""
+    pins = {}
     for raw in (freeze_text or "").splitlines():
         line = raw.strip()
         if not line or line.startswith(("#", "-")) or " @ " in line or "==" not in line:
             continue
         name, version = line.split("==", 1)
-        pins.append(f"{normalize_name(name)}=={version.strip()}")
-    return "".join(f"{pin}\n" for pin in sorted(set(pins)))
+        pins[normalize_name(name)] = version.strip()
+    if isinstance(lock, (str, bytes)) or not all(isinstance(line, str) for line in lock or ()):
+        raise ExamplesError("the profile's lock must be a list of name==version lines")
+    for name, version in parse_lock("\n".join(lock or ())).items():
+        pins.setdefault(name, version)
+    return "".join(f"{name}=={version}\n" for name, version in sorted(pins.items()))
 
 
 def effective_indexes(
@@ -209,15 +216,20 @@ def effective_indexes(
 
 
 def download_spec(
-    requirements: str, freeze_text: str, probe: Any, indexes: Mapping[str, Any], platforms: Sequence[str]
+    requirements: str,
+    freeze_text: str,
+    probe: Any,
+    indexes: Mapping[str, Any],
+    platforms: Sequence[str],
+    lock: Sequence[str] = (),
 ) -> Dict[str, Any]:
-    """What one node needs downloaded: the requirements, the constraints of its virtualenv, its marker values, its
-    Python major.minor and platform tags, the indexes, and ``key``, a hash of all that but the kernel's marker values.
-    Nodes with the same key share one download."""
+    """What one node needs downloaded: the requirements, the constraints of its virtualenv (and the profile's
+    ``lock``, see constraints_text), its marker values, its Python major.minor and platform tags, the indexes, and
+    ``key``, a hash of all that but the kernel's marker values. Nodes with the same key share one download."""
     markers = marker_environment(probe)
     spec = {
         "requirements": str(requirements),
-        "constraints": constraints_text(freeze_text),
+        "constraints": constraints_text(freeze_text, lock),
         "python": major_minor(markers["python_version"]),
         "implementation": _IMPLEMENTATION_TAGS[markers["implementation_name"]],
         "platforms": list(platforms),

@@ -118,6 +118,44 @@ def _check_profile(name: str, profile: Any) -> None:
         raise StackProfileError(f"stack profile {name!r} must pin torch")
 
 
+def python_versions(python_min: str, python_max: str) -> List[str]:
+    """The major.minor versions from ``python_min`` to ``python_max``, both included: ``3.8``, ``3.10`` ->
+    ``['3.8', '3.9', '3.10']``."""
+    low, high = release(major_minor(python_min)), release(major_minor(python_max))
+    if low[0] != high[0] or low > high:
+        raise StackProfileError(f"the Python range {python_min} to {python_max} is not one of a single major version")
+    return [f"{low[0]}.{minor}" for minor in range(low[1], high[1] + 1)]
+
+
+def parse_lock(text: str) -> Dict[str, str]:
+    """A lock file (``name==version`` per line, ``#`` comments) -> {normalised name: version}. Any other line (a
+    specifier, a URL, an option) is refused: a lock names one release of each package."""
+    locked: Dict[str, str] = {}
+    for number, raw in enumerate((text or "").splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name, specifier = split_spec(line)
+        version = exact_pin(specifier)
+        if version is None or ";" in version:
+            raise StackProfileError(f"line {number} of the lock is not of the form name==version")
+        if name in locked:
+            raise StackProfileError(f"line {number} of the lock names {name} a second time")
+        locked[name] = version
+    return locked
+
+
+def _lock_constraints(lock_text: str, pins: Mapping[str, str], chosen: Iterable[str]) -> List[str]:
+    """The lock as constraint lines: the profile's exact pins in the place of the lock's entries for the same
+    packages (a lock cannot contradict its profile), the packages the user chose (overrides, extra packages) left
+    out."""
+    locked = parse_lock(lock_text)
+    locked.update({pkg: pin for pkg, pin in pins.items() if pkg in locked})
+    for pkg in chosen:
+        locked.pop(pkg, None)
+    return [f"{pkg}=={version}" for pkg, version in sorted(locked.items())]
+
+
 def resolve_profile(
     profiles: Mapping[str, Any],
     name: str,
@@ -126,12 +164,16 @@ def resolve_profile(
     index_url: Any = None,
     extra_index_urls: Optional[Sequence[str]] = None,
     find_links: Optional[Sequence[str]] = None,
+    lock_text: Optional[str] = None,
+    use_lock: bool = False,
 ) -> Dict[str, Any]:
     """Apply the user's overrides to profile ``name`` and return the effective profile.
 
     ``overrides`` maps a package to a version, a specifier, or None to drop the package. ``extra_packages``
     are requirement lines appended as given. ``index_url`` / ``extra_index_urls`` / ``find_links`` replace
-    the profile's when not None (``index_url: ""`` means pip's own default index).
+    the profile's when not None (``index_url: ""`` means pip's own default index). With ``use_lock``, a profile
+    that has a ``lock`` is constrained by ``lock_text`` (its lock file for the node's Python; None when there is
+    none, which profile_problems reports): ``constraints`` holds its lines.
     """
     if not isinstance(profiles, Mapping) or not profiles:
         raise StackProfileError("no stack profiles are defined")
@@ -172,6 +214,10 @@ def resolve_profile(
         if pin is not None:
             pins[pkg] = pin
 
+    locked = bool(use_lock) and bool(profile.get("lock"))
+    user_chosen = {normalize_name(pkg) for pkg in overrides or {}} | extra_names
+    constraints = _lock_constraints(lock_text, pins, user_chosen) if locked and lock_text is not None else []
+
     effective_index = profile.get("index_url") if index_url is None else index_url
     has_ipex = IPEX in packages
     has_ccl = ONECCL in packages
@@ -183,6 +229,8 @@ def resolve_profile(
         "python_min": str(profile["python_min"]),
         "python_max": str(profile["python_max"]),
         "requirements": requirements,
+        "locked": locked,
+        "constraints": constraints,
         "packages": sorted(set(packages) | extra_names),
         "pins": pins,
         "index_url": effective_index or None,
@@ -227,6 +275,12 @@ def profile_problems(
             f"profile {name!r} needs Python {resolved['python_min']} to {resolved['python_max']} but the node has "
             f"{python_version}: set torch_stack_base_python to a Python in that range, or choose another "
             "profile with torch_stack_profile"
+        )
+    if resolved.get("locked") and not resolved.get("constraints"):
+        problems.append(
+            f"profile {name!r} has no lock for Python {major_minor(python_version)} (roles/torch_stack/files/locks/"
+            f"{name}/py{major_minor(python_version)}.txt): make one with tools/lock_profile.py, or set "
+            "torch_stack_lock: false to let the unpinned packages float"
         )
     pins = resolved["pins"]
     torch_pin = pins.get(TORCH)
@@ -289,10 +343,11 @@ def _digest(payload: Any, length: int = 64) -> str:
 
 
 def requirements_hash(resolved: Mapping[str, Any]) -> str:
-    """What decides the content of a venv: requirement lines and where they come from."""
+    """What decides the content of a venv: requirement lines, their constraints and where they come from."""
     return _digest(
         {
             "requirements": list(resolved["requirements"]),
+            "constraints": list(resolved.get("constraints") or []),
             "index_url": resolved.get("index_url"),
             "extra_index_urls": list(resolved.get("extra_index_urls") or []),
             "find_links": list(resolved.get("find_links") or []),
@@ -325,16 +380,24 @@ def wheelhouse_key(
     return _digest(payload, length=16)
 
 
+# The file, in a wheelhouse download's folder, that holds the profile's lock (empty when the profile floats).
+CONSTRAINTS_FILE = "constraints.txt"
+
+
 def pip_download_args(
     resolved: Mapping[str, Any], python_version: str, platforms: Sequence[str], dest: str
 ) -> List[str]:
-    """Arguments after ``pip download`` that fetch the wheels of ``resolved`` for a node."""
+    """Arguments after ``pip download`` that fetch the wheels of ``resolved`` for a node, constrained by the
+    profile's lock (``dest``/constraints.txt), and a pip wheel: the node's virtualenv upgrades its own pip from the
+    wheelhouse first, since an old pip (Ubuntu 20.04's 20.0.2) refuses manylinux_2_28 wheels."""
     args = ["--dest", dest, "--only-binary=:all:", "--implementation", "cp"]
     args += ["--python-version", major_minor(python_version)]
     for tag in platforms:
         args += ["--platform", tag]
     args += index_args(resolved)
-    return args + list(resolved["requirements"])
+    if resolved.get("constraints"):
+        args += ["-c", f"{dest}/{CONSTRAINTS_FILE}"]
+    return [*args, *resolved["requirements"], "pip"]
 
 
 def index_args(resolved: Mapping[str, Any]) -> List[str]:

@@ -31,8 +31,11 @@ def wheel(
     requires: Sequence[str] = (),
     tag: str = "py3-none-any",
     requires_python: Optional[str] = None,
+    module: Optional[str] = None,
+    init: Optional[str] = None,
 ) -> pathlib.Path:
-    """Write ``name-version-tag.whl`` into folder and return its path."""
+    """Write ``name-version-tag.whl`` into folder and return its path. Its package folder is ``module`` (by default
+    the name with underscores), whose ``__init__.py`` is ``init`` (by default one line: ``__version__``)."""
     folder.mkdir(parents=True, exist_ok=True)
     dist = re.sub(r"[-_.]+", "_", name)
     info = f"{dist}-{version}.dist-info"
@@ -41,7 +44,7 @@ def wheel(
         metadata.append(f"Requires-Python: {requires_python}")
     metadata += [f"Requires-Dist: {line}" for line in requires]
     files = {
-        f"{dist}/__init__.py": f"__version__ = {version!r}\n",
+        f"{module or dist}/__init__.py": init if init is not None else f"__version__ = {version!r}\n",
         f"{info}/METADATA": "\n".join(metadata) + "\n",
         f"{info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: amx-cluster-tests\nRoot-Is-Purelib: true\nTag: {tag}\n",
     }

@@ -85,7 +85,7 @@ CASES = [
         {"torch_stack_profile": "recipe-2022", "torch_stack_overrides": {}},
         (
             "python-out-of-range: profile 'recipe-2022' cannot be installed",
-            "needs Python 3.7 to 3.10 but the node has 3.",
+            "needs Python 3.8 to 3.10 but the node has 3.",
             "set torch_stack_base_python to a Python in that range",
         ),
     ),

@@ -85,7 +85,11 @@ def host_vars(setting, venv: pathlib.Path, mode: str) -> dict:
         "hf_examples_node_wheelhouse": str(folder / "node-wheelhouse"),
         # Each node's own stamps (amx.cluster.node_stamp), not this machine's /var/lib/amx-cluster.
         "node_stamp_dir": str(folder / "stamps"),
-        # What torch_stack publishes for recipe-2022 with its indexes pointed at the stand-ins.
+        # What torch_stack publishes for recipe-2022 with its indexes pointed at the stand-ins: the virtualenv is
+        # torch_stack's, so its profile's lock (a part of it) pins what the requirements add: evaluate 0.3.0, not
+        # the newest stand-in (0.4.6).
+        "torch_stack_venv_python": str(venv / "bin" / "python"),
+        "torch_stack_constraints": ["evaluate==0.3.0", "torch==1.13.0"],
         "torch_stack_indexes": {
             "index_url": setting["indexes"]["pypi"],
             "extra_index_urls": [setting["indexes"]["pytorch"]],
@@ -141,7 +145,8 @@ def test_the_role_installs_the_requirements_for_the_nodes_python(setting, runs, 
     # The node (Python 3.8) needs these through markers the controller (Python 3.11) does not match.
     assert packages.get("importlib-metadata") == "6.7.0", packages
     assert packages.get("tomli") == "2.0.1", packages
-    assert {"datasets", "evaluate", "numpy"} <= set(packages)
+    assert {"datasets", "numpy"} <= set(packages)
+    assert packages["evaluate"] == "0.3.0", "not the release of the profile's lock"
     assert second.returncode == 0, second.stdout[-6000:]
     recap = [line for line in second.stdout.splitlines() if line.startswith(f"node-{mode} ")]
     assert recap and "changed=0" in recap[-1], second.stdout[-3000:]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -59,6 +60,10 @@ def node(tmp_path_factory):
     wheel(links, "alpha", "1.0", requires=["gamma", 'beta; python_version < "3.9"'])
     wheel(links, "beta", "1.0")
     wheel(links, "gamma", "1.0")
+    # The wheelhouse carries a pip for the node's virtualenv too: the one Python 3.8 bundles (offline, and the
+    # release the virtualenv already has, so the role's upgrade step finds nothing to do).
+    bundled = sorted((python.parent.parent / "lib" / "python3.8" / "ensurepip" / "_bundled").glob("pip-*.whl"))
+    shutil.copy(bundled[-1], links)
     venv = top / "venv"
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True)
     probe = subprocess.run([str(python), str(PROBE)], check=True, capture_output=True, text=True)
@@ -70,6 +75,7 @@ def host_vars(node) -> dict:
     resolved = {
         "name": "stand-in",
         "requirements": ["alpha==1.0"],
+        "constraints": [],
         "index_url": None,
         "extra_index_urls": [],
         "find_links": [str(node["links"])],
@@ -79,6 +85,7 @@ def host_vars(node) -> dict:
     spec.update(resolved=resolved, key=sp.wheelhouse_key(resolved, probe["version"], platforms, probe["markers"]))
     # Where the role's install step wrote them (its vars/main.yml derives the path from torch_stack_venv).
     (node["venv"] / "torch-stack-requirements.txt").write_text("alpha==1.0\n")
+    (node["venv"] / "torch-stack-constraints.txt").write_text("# profile stand-in has no lock here\n")
     return {
         "ansible_connection": "local",
         "ansible_python_interpreter": str(VENV_BIN / "python"),
@@ -117,9 +124,16 @@ def test_the_wheelhouse_is_made_for_the_nodes_markers_under_a_path_with_a_quote(
     cache = node["top"] / "controller's cache"
     downloads = sorted(cache.iterdir())
     assert [p.suffix for p in downloads] == [""], downloads  # one download, no .partial left
-    assert sorted(p.name for p in downloads[0].iterdir()) == ["markers.json", "requirements.txt", "wheels.tar"]
+    assert sorted(p.name for p in downloads[0].iterdir()) == [
+        "constraints.txt",
+        "markers.json",
+        "requirements.txt",
+        "wheels.tar",
+    ]
     with tarfile.open(downloads[0] / "wheels.tar") as archive:
-        assert [name.split("-")[0] for name in archive.getnames()] == ["alpha", "beta", "gamma"]
+        assert [name.split("-")[0] for name in archive.getnames()] == ["alpha", "beta", "gamma", "pip"]
+    task = first.stdout.split("TASK [amx.cluster.torch_stack : Upgrade the virtualenv's pip from the wheelhouse]")[1]
+    assert "ok: [node]" in task.split("TASK [")[0], "a pip already at the wheelhouse's release is left as it is"
     assert list((node["top"] / "node-wheelhouse").iterdir()) == [], "the node's copy is removed after the install"
     assert sys.version_info[:2] >= (3, 9), "the controller must not judge the markers as the node for this to mean much"
 

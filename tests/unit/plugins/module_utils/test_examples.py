@@ -115,6 +115,18 @@ def test_constraints_pin_what_the_venv_holds_and_leave_out_what_has_no_version()
     assert ex.constraints_text("") == ""
 
 
+def test_the_profiles_lock_pins_what_the_venv_does_not_hold_yet():
+    freeze = "torch==1.13.0+cpu\nnumpy==1.23.5\n"
+    lock = ["accelerate==0.15.0", "numpy==1.24.0", "torch==1.13.0"]
+    # What the venv holds stays as it is; accelerate, new, takes the lock's release.
+    assert ex.constraints_text(freeze, lock) == "accelerate==0.15.0\nnumpy==1.23.5\ntorch==1.13.0+cpu\n"
+    spec = ex.download_spec("accelerate\n", freeze, NODE_38, INDEXES, TAGS, lock)
+    assert spec["constraints"] == ex.constraints_text(freeze, lock)
+    assert spec["key"] != ex.download_spec("accelerate\n", freeze, NODE_38, INDEXES, TAGS)["key"]
+    with pytest.raises(ex.ExamplesError, match="list of name==version lines"):
+        ex.constraints_text(freeze, "accelerate==0.15.0")
+
+
 @pytest.mark.parametrize(
     ("published", "given", "expected"),
     [

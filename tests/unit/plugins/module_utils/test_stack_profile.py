@@ -18,8 +18,17 @@ PROFILES = DATA["__torch_stack_profiles"]
 YANKED = DATA["__torch_stack_yanked"]
 
 
+LOCKS = PROFILES_FILE.parents[1] / "files" / "locks"
+
+
 def resolve(name: str, **kwargs):
     return sp.resolve_profile(PROFILES, name, **kwargs)
+
+
+def locked(name: str, python: str) -> dict:
+    """The keyword arguments the role passes for a built-in profile's lock on a node with this Python."""
+    path = LOCKS / name / f"py{python}.txt"
+    return {"lock_text": path.read_text() if path.is_file() else None, "use_lock": True}
 
 
 @pytest.mark.parametrize(
@@ -34,6 +43,7 @@ def resolve(name: str, **kwargs):
                 "transformers==4.24.0",
                 "datasets==2.7.1",
                 "evaluate==0.3.0",
+                "accelerate==0.15.0",
             ],
             True,
             True,
@@ -140,7 +150,7 @@ def test_bad_profile_data(profile, message):
         ("ipex-2.8", "3.14.0", False, {}, ["needs Python 3.9 to 3.13"]),
         ("recipe-2022", "3.8.10", True, {}, []),
         ("recipe-2022", "3.8.10", False, {}, ["intel-extension-for-pytorch==1.13.0 is yanked"]),
-        ("recipe-2022", "3.11.2", True, {}, ["needs Python 3.7 to 3.10"]),
+        ("recipe-2022", "3.11.2", True, {}, ["needs Python 3.8 to 3.10"]),
         (
             "ipex-2.8",
             "3.11.2",
@@ -235,7 +245,13 @@ def test_pip_download_args():
         "3.11",
     ]
     assert args[7:11] == ["--platform", "manylinux_2_28_x86_64", "--platform", "linux_x86_64"]
-    assert args[11:] == resolved["requirements"]
+    assert args[11:] == [*resolved["requirements"], "pip"]  # a profile without a lock: no constraints
+
+
+def test_pip_download_args_of_a_locked_profile_take_the_lock_as_constraints():
+    resolved = resolve("recipe-2022", extra_index_urls=[], find_links=[], **locked("recipe-2022", "3.8"))
+    args = sp.pip_download_args(resolved, "3.8.10", ["manylinux2014_x86_64"], "/tmp/wh")
+    assert args[9:] == ["-c", "/tmp/wh/constraints.txt", *resolved["requirements"], "pip"]
 
 
 @pytest.mark.parametrize(
@@ -374,3 +390,98 @@ def test_packages_lost(recorded, freeze, expected):
 )
 def test_parse_freeze(freeze, expected):
     assert sp.parse_freeze(freeze) == expected
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The locks (files/locks/PROFILE/pyX.Y.txt, written by tools/lock_profile.py).
+
+LOCKED_PROFILES = sorted(name for name, profile in PROFILES.items() if profile.get("lock"))
+
+
+def test_recipe_2022_is_locked_and_native_floats():
+    assert "recipe-2022" in LOCKED_PROFILES
+    assert "native" not in LOCKED_PROFILES and "no lock" in PROFILES["native"]["description"]
+    assert not (LOCKS / "native").exists()
+
+
+@pytest.mark.parametrize("name", LOCKED_PROFILES)
+def test_a_locked_profile_has_a_lock_for_every_python_of_its_range_and_no_other(name):
+    pythons = sp.python_versions(PROFILES[name]["python_min"], PROFILES[name]["python_max"])
+    assert sorted(p.name for p in (LOCKS / name).iterdir()) == sorted(f"py{python}.txt" for python in pythons)
+
+
+LOCK_FILES = sorted((name, path.stem[2:]) for name in LOCKED_PROFILES for path in (LOCKS / name).glob("py*.txt"))
+
+
+@pytest.mark.parametrize(("name", "python"), LOCK_FILES)
+def test_every_lock_agrees_with_its_profiles_pins_and_holds_every_package(name, python):
+    lock = sp.parse_lock((LOCKS / name / f"py{python}.txt").read_text())
+    resolved = resolve(name)
+    for package, pin in resolved["pins"].items():
+        # The lock keeps the profile's pin as written; a local label the profile adds later (1.13.0+cpu) still
+        # matches a lock entry without one under pip's rules, and the role writes the profile's pin in its place.
+        assert package in lock, f"{name} py{python}: {package} is pinned by the profile but absent from the lock"
+        assert lock[package] == pin or lock[package] == pin.split("+")[0], (name, python, package, lock[package], pin)
+    assert "pip" in lock, "the node's virtualenv upgrades pip to the lock's release"
+
+
+def test_the_recipe_lock_is_of_its_era():
+    lock = sp.parse_lock((LOCKS / "recipe-2022" / "py3.8.txt").read_text())
+    era = {
+        "fsspec": "2022.11.0",
+        "huggingface-hub": "0.11.1",
+        "pyarrow": "10.0.1",
+        "numpy": "1.23.5",
+        "tokenizers": "0.13.2",
+        "accelerate": "0.15.0",
+    }
+    assert {name: lock[name] for name in era} == era
+
+
+def test_the_role_takes_the_lock_as_constraints_with_the_profiles_pins_and_the_users_choices():
+    text = "# comment\ntorch==1.12.0\nfsspec==2022.11.0\nnumpy==1.23.5\ntransformers==4.24.0\nfoo==1\n"
+    resolved = resolve(
+        "recipe-2022", overrides={"transformers": "4.25.1"}, extra_packages=["foo>=2"], lock_text=text, use_lock=True
+    )
+    # torch: the profile's pin wins over the lock's entry; transformers (overridden) and foo (extra) are left out.
+    assert resolved["constraints"] == ["fsspec==2022.11.0", "numpy==1.23.5", "torch==1.13.0"]
+    assert resolved["locked"] is True
+    assert resolve("recipe-2022", lock_text=text, use_lock=False)["constraints"] == []
+    assert resolve("native", lock_text=text, use_lock=True)["locked"] is False
+
+
+def test_the_lock_is_in_the_requirements_hash():
+    one = resolve("recipe-2022", **locked("recipe-2022", "3.8"))
+    other = resolve("recipe-2022", lock_text="torch==1.13.0\nfsspec==2025.3.0\n", use_lock=True)
+    assert sp.requirements_hash(one) != sp.requirements_hash(other)
+    assert sp.requirements_hash(resolve("native")) == sp.requirements_hash(resolve("native", use_lock=True))
+
+
+def test_a_locked_profile_without_a_lock_for_the_nodes_python_is_a_problem():
+    resolved = resolve("recipe-2022", lock_text=None, use_lock=True)
+    problems = sp.profile_problems(resolved, "3.8.10", allow_yanked=True, yanked=YANKED)
+    assert problems == [
+        "profile 'recipe-2022' has no lock for Python 3.8 (roles/torch_stack/files/locks/recipe-2022/py3.8.txt): make "
+        "one with tools/lock_profile.py, or set torch_stack_lock: false to let the unpinned packages float"
+    ]
+    assert sp.profile_problems(resolve("recipe-2022", **locked("recipe-2022", "3.8")), "3.8.10", True, YANKED) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("numpy>=1.23\n", "line 1 of the lock is not of the form name==version"),
+        ("numpy==1.23.5\ntorch @ file:///tmp/torch.whl\n", "line 2 of the lock is not of the form"),
+        ("numpy==1.23.5\nNumPy==1.24.0\n", "line 2 of the lock names numpy a second time"),
+    ],
+)
+def test_a_malformed_lock_is_refused(text, message):
+    with pytest.raises(sp.StackProfileError, match=message):
+        sp.parse_lock(text)
+
+
+def test_python_versions():
+    assert sp.python_versions("3.8", "3.10") == ["3.8", "3.9", "3.10"]
+    assert sp.python_versions("3.12.1", "3.12") == ["3.12"]
+    with pytest.raises(sp.StackProfileError, match="not one of a single major version"):
+        sp.python_versions("3.10", "3.8")
