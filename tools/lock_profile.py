@@ -4,9 +4,9 @@
 """Write the lock of a stack profile: roles/torch_stack/files/locks/PROFILE/pyX.Y.txt, one per Python of the
 profile's range, every package (dependencies included) with one version, for CPython X.Y on Linux x86_64.
 
-    .venv/bin/python -m pip install uv                              # the resolver, from the package index
     .venv/bin/python tools/lock_profile.py recipe-2022              # every Python of the profile's range
     .venv/bin/python tools/lock_profile.py recipe-2022 --python 3.8
+    .venv/bin/python tools/lock_profile.py recipe-2022 --check      # resolve again, compare, write nothing
 
 How (the profile's ``lock`` in vars/profiles.yml): uv resolves the profile's packages, what run_qa.py's requirement
 file adds (EXAMPLE_REQUIREMENTS) and pip, for the node's Python and platform, wheels only, with only the releases
@@ -111,6 +111,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--python", action="append", help="a major.minor of the profile's range (repeatable)")
     beside = pathlib.Path(sys.executable).parent / "uv"  # installed into this virtualenv
     default_uv = str(beside) if beside.is_file() else shutil.which("uv")
+    parser.add_argument("--check", action="store_true", help="compare with the lock files instead of writing them")
     parser.add_argument("--uv", default=default_uv, help="the uv program (default: beside this Python, or on PATH)")
     args = parser.parse_args(argv)
     profiles = yaml.safe_load(PROFILES.read_text())["__torch_stack_profiles"]
@@ -119,16 +120,23 @@ def main(argv: Sequence[str]) -> int:
         with_lock = ", ".join(name for name, data in profiles.items() if data.get("lock"))
         raise SystemExit(f"{args.profile!r} is no profile with a lock; these have one: {with_lock}")
     if not args.uv:
-        raise SystemExit(f"uv is neither beside {sys.executable} nor on PATH: {sys.executable} -m pip install uv")
+        raise SystemExit(f"uv is neither beside {sys.executable} nor on PATH: run make setup, or pip install uv")
     in_range = sp.python_versions(profile["python_min"], profile["python_max"])
+    stale = []
     for python in args.python or in_range:
         if python not in in_range:
             raise SystemExit(f"Python {python} is outside the range of {args.profile}: {', '.join(in_range)}")
-        path = lock_path(args.profile, python)
+        path, text = lock_path(args.profile, python), resolve(args.uv, args.profile, profile, python)
+        shown = path.relative_to(REPO)
+        if args.check:
+            same = path.is_file() and path.read_text() == text
+            print(f"{shown}: {'as resolved' if same else 'differs from a resolution made now'}")
+            stale += [] if same else [shown]
+            continue
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(resolve(args.uv, args.profile, profile, python))
-        print(f"wrote {path.relative_to(REPO)}")
-    return 0
+        path.write_text(text)
+        print(f"wrote {shown}")
+    return 1 if stale else 0
 
 
 if __name__ == "__main__":
