@@ -46,7 +46,7 @@ def test_a_node_idle_from_its_first_check_stops_after_the_idle_minutes():
     last = run_checks(seen(100), seen(100 + 59 * 60), seen(100 + 60 * 60))
     assert last.shutdown
     assert last.idle_seconds == 3600
-    assert "idle for 60.0 minutes (limit 60): stop" == last.reason
+    assert last.reason == "idle for 60.0 minutes (limit 60): stop"
 
 
 @pytest.mark.parametrize(
