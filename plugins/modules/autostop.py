@@ -43,6 +43,7 @@ options:
   shutdown_command:
     description:
       - The argv the checker runs to shut the node down. Tests replace it with a recorder.
+      - Its first element must be a program found on the node (in E(PATH) or the sbin folders).
     type: list
     elements: str
     default: [shutdown, -h, now]
@@ -95,6 +96,7 @@ last_check:
 import inspect
 import json
 import os
+import shutil
 import sys
 
 from ansible.module_utils.basic import AnsibleModule
@@ -182,6 +184,14 @@ def main():
     if settings.idle_minutes < 1:
         module.fail_json(
             msg="autostop: idle_minutes must be 1 or more with state=present; use state=absent to turn it off"
+        )
+
+    # The checker runs the command with systemd's PATH, which has the sbin folders.
+    search = os.pathsep.join([os.environ.get("PATH", ""), "/usr/local/sbin:/usr/sbin:/sbin:/usr/bin:/bin"])
+    if shutil.which(settings.shutdown_command[0], path=search) is None:
+        module.fail_json(
+            msg=f"autostop: the shutdown command's program {settings.shutdown_command[0]!r} is not found on this node;"
+            " give the command as a list of arguments, such as [shutdown, -h, now]"
         )
 
     python = sys.executable

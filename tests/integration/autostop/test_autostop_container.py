@@ -1,0 +1,277 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""The autostop on a node for real: a container of the tests' node image (tests/cluster/node-image.sh, sshd running)
+reached through Docker. The ec2_cluster role's "autostop" entry point installs the checker, its settings and the
+systemd units; a second run changes nothing; the units pass `systemd-analyze verify` on this machine. Then the
+installed checker decides on the node, as the timer would run it: a training job's process (AMX_CLUSTER_JOB in its
+environment), an interactive SSH login with a terminal, neither; the wall clock moved, the boot clock not.
+
+What cannot run here, and stands in for it:
+- A container has no systemd, so the timer itself never fires: the test runs the checker's command (the service's
+  ExecStart) by hand, with the clocks injected (--now, --uptime) instead of waiting an hour.
+- `shutdown -h now` would do nothing useful in a container: ec2_cluster_idle_shutdown_command (the configurable
+  command, documented as the test hook) is a recorder that appends the time to a file.
+The shutdown behaviour the instances get is tested against the local EC2 API (tests/integration/ec2/test_autostop.py).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import time
+import uuid
+from typing import Dict, List
+
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+TOOLS = REPO / "tests" / "cluster"
+VENV_BIN = REPO / ".venv" / "bin"
+SCRIPT = "/usr/local/libexec/amx-cluster-autostop.py"
+UNITS = ("/etc/systemd/system/amx-cluster-autostop.service", "/etc/systemd/system/amx-cluster-autostop.timer")
+CONFIG = "/etc/amx-cluster/autostop.json"
+STATE = "/var/lib/amx-cluster/autostop-state.json"
+RECORD = "/root/shutdowns-recorded"
+
+pytestmark = pytest.mark.slow
+
+PLAY = """
+- hosts: node
+  gather_facts: false
+  tasks:
+    - name: Install the autostop
+      ansible.builtin.include_role:
+        name: amx.cluster.ec2_cluster
+        tasks_from: autostop
+    - name: Read it back
+      amx.cluster.autostop:
+        state: status
+      register: autostop_status
+    - name: Show it
+      ansible.builtin.debug:
+        msg: "STATUS {{ autostop_status | to_json }}"
+"""
+
+
+def run(argv: List[str], timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+    if check and done.returncode != 0:
+        raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory):
+    if shutil.which("docker") is None or run(["docker", "info"], check=False).returncode != 0:
+        pytest.skip("no Docker engine answers here (`make docker` starts one): the test needs a node container")
+    if not (VENV_BIN / "ansible-playbook").exists():
+        pytest.skip(f"ansible-playbook is not in {VENV_BIN}: run `make setup` first")
+    folder = tmp_path_factory.mktemp("autostop")
+    image = run(["bash", str(TOOLS / "node-image.sh")], timeout=900).stdout.strip().splitlines()[-1]
+    name = f"amx-autostop-{uuid.uuid4().hex[:8]}"
+    run(["docker", "run", "-d", "--name", name, "--label", "amx-cluster-test=autostop", image])
+    (folder / "play.yml").write_text(PLAY)
+    inventory = {
+        "all": {
+            "hosts": {
+                "node": {
+                    "ansible_connection": "community.docker.docker",
+                    "ansible_host": name,
+                    "ansible_python_interpreter": "/usr/bin/python3",
+                }
+            }
+        }
+    }
+    (folder / "inventory.json").write_text(json.dumps(inventory))
+    try:
+        yield {"name": name, "folder": folder}
+    finally:
+        run(["docker", "rm", "-f", name], check=False)
+
+
+def playbook(node, *extra: str, ok: bool = True) -> subprocess.CompletedProcess:
+    env = {
+        "PATH": f"{VENV_BIN}:/usr/bin:/bin",
+        "HOME": str(node["folder"]),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_CALLBACK_RESULT_FORMAT": "json",
+    }
+    argv = [str(VENV_BIN / "ansible-playbook"), "-i", "inventory.json", "play.yml", *extra]
+    done = subprocess.run(argv, cwd=node["folder"], env=env, capture_output=True, text=True, timeout=900, check=False)
+    assert (done.returncode == 0) == ok, done.stdout[-6000:] + done.stderr[-2000:]
+    return done
+
+
+def on(node, script: str, check: bool = True) -> str:
+    return run(["docker", "exec", node["name"], "sh", "-c", script], check=check).stdout
+
+
+def recap(output: str) -> Dict[str, int]:
+    line = [line for line in output.splitlines() if line.startswith("node ")][-1]
+    return {key: int(value) for key, value in (part.split("=") for part in line.split(":", 1)[1].split())}
+
+
+def recorder_vars(minutes: int = 2) -> List[str]:
+    settings = {
+        "ec2_cluster_idle_minutes": minutes,
+        "ec2_cluster_idle_action": "stop",
+        # The recorder in place of `shutdown -h now`.
+        "ec2_cluster_idle_shutdown_command": ["/bin/sh", "-c", f"date +%s >> {RECORD}"],
+    }
+    return ["-e", json.dumps(settings)]
+
+
+def check(node, uptime: float, now: float) -> dict:
+    """One run of what the service runs (its ExecStart), with the clocks given."""
+    out = on(node, f"python3 {SCRIPT} check --uptime {uptime} --now {now}")
+    return json.loads(out)
+
+
+@pytest.fixture(scope="module")
+def installed(node):
+    return playbook(node, *recorder_vars())
+
+
+def test_the_role_installs_the_checker_and_the_units_and_a_second_run_changes_nothing(node, installed):
+    assert recap(installed.stdout)["changed"] == 1
+    listing = on(node, f"stat -c '%n %U %a' {SCRIPT} {CONFIG} {' '.join(UNITS)}").split("\n")
+    assert listing[:5] == [
+        f"{SCRIPT} root 755",
+        f"{CONFIG} root 644",
+        f"{UNITS[0]} root 644",
+        f"{UNITS[1]} root 644",
+        "",
+    ]
+    assert f"ExecStart=/usr/bin/python3 {SCRIPT} check" in on(node, f"cat {UNITS[0]}")
+    settings = json.loads(on(node, f"cat {CONFIG}"))
+    assert (settings["idle_minutes"], settings["action"]) == (2, "stop")
+    # No systemd in a container: the role says the timer will not fire.
+    assert "its timer never fires" in " ".join(installed.stdout.replace("\\n", " ").split())
+    again = playbook(node, *recorder_vars())
+    assert recap(again.stdout)["changed"] == 0
+
+
+def test_the_units_pass_systemd_analyze_verify(node, installed, tmp_path):
+    if shutil.which("systemd-analyze") is None:
+        pytest.skip("systemd-analyze is not installed on this machine: the unit files cannot be verified here")
+    for unit in UNITS:
+        (tmp_path / pathlib.Path(unit).name).write_text(on(node, f"cat {unit}"))
+    # The service's ExecStart names the node's /usr/bin/python3, which this machine has too.
+    done = run(["systemd-analyze", "verify", *(str(tmp_path / pathlib.Path(unit).name) for unit in UNITS)], check=False)
+    problems = [line for line in (done.stdout + done.stderr).splitlines() if "amx-cluster-autostop" in line]
+    assert done.returncode == 0 and not problems, done.stdout + done.stderr
+
+
+def test_an_idle_node_shuts_down_after_its_minutes_and_only_then(node, installed):
+    on(node, f"rm -f {STATE} {RECORD}")
+    start = time.time()
+    first = check(node, 1000, start)
+    assert first == {"shutdown": False, "reason": "idle for 0.0 of 2 minutes"}
+    assert not check(node, 1119, start + 119)["shutdown"]
+    assert on(node, f"test -e {RECORD} && echo recorded || echo none").strip() == "none"
+    last = check(node, 1120, start + 120)
+    assert last == {"shutdown": True, "reason": "idle for 2.0 minutes (limit 2): stop"}
+    assert len(on(node, f"cat {RECORD}").split()) == 1
+    state = json.loads(on(node, f"cat {STATE}"))
+    assert state["shutdown_command"][:2] == ["/bin/sh", "-c"] and state["idle_seconds"] == 120
+
+
+def test_a_running_job_keeps_the_node(node, installed):
+    on(node, f"rm -f {STATE} {RECORD}")
+    on(node, "AMX_CLUSTER_JOB=run-42/job nohup sleep 300 >/dev/null 2>&1 &")
+    try:
+        busy = check(node, 2000, time.time() + 1000)
+        assert busy == {"shutdown": False, "reason": "busy: job run-42/job"}
+    finally:
+        on(node, "pkill -f 'sleep 300'", check=False)
+    # Once the job is gone, a new idle time starts: not a shutdown at once.
+    after = check(node, 2010, time.time() + 1010)
+    assert after == {"shutdown": False, "reason": "idle for 0.0 of 2 minutes"}
+    assert on(node, f"test -e {RECORD} && echo recorded || echo none").strip() == "none"
+
+
+def test_an_interactive_ssh_login_keeps_the_node(node, installed):
+    on(node, f"rm -f {STATE} {RECORD}")
+    # A real login through the node's sshd, with a terminal (-tt), as a person's `ssh node` has.
+    on(
+        node,
+        "test -f /root/.ssh/login || ssh-keygen -q -t ed25519 -N '' -f /root/.ssh/login; "
+        "install -d -m 0700 /root/.ssh; cat /root/.ssh/login.pub >> /root/.ssh/authorized_keys; "
+        "chmod 0600 /root/.ssh/authorized_keys",
+    )
+    on(
+        node,
+        "nohup ssh -tt -i /root/.ssh/login -o StrictHostKeyChecking=accept-new -o BatchMode=yes root@127.0.0.1 "
+        "'sleep 120' >/dev/null 2>&1 &",
+    )
+    try:
+        busy = {}
+        for _ in range(50):  # the login takes a moment
+            busy = check(node, 5000, time.time() + 5000)
+            if busy["reason"].startswith("busy"):
+                break
+            time.sleep(0.2)
+        assert busy["shutdown"] is False
+        assert busy["reason"].startswith("busy: login root@pts/"), busy
+    finally:
+        on(node, "pkill -f 'sleep 120'", check=False)
+    assert on(node, f"test -e {RECORD} && echo recorded || echo none").strip() == "none"
+
+
+def test_the_wall_clock_moved_does_not_stop_the_node(node, installed):
+    on(node, f"rm -f {STATE} {RECORD}")
+    start = time.time()
+    check(node, 1000, start)
+    # Ten hours later on the wall clock, thirty seconds on the boot clock (an NTP step, a wrong clock set right).
+    moved = check(node, 1030, start + 36000)
+    assert moved == {"shutdown": False, "reason": "idle for 0.5 of 2 minutes"}
+    # Another boot (a stop and start): the idle time counts from its first check, whatever the old state said.
+    on(node, f'sed -i \'s/"boot_id": "[^"]*"/"boot_id": "another-boot"/\' {STATE}')
+    assert check(node, 5000, start + 40000) == {"shutdown": False, "reason": "idle for 0.0 of 2 minutes"}
+    assert on(node, f"test -e {RECORD} && echo recorded || echo none").strip() == "none"
+
+
+def test_the_status_module_reads_the_last_check(node, installed):
+    on(node, f"rm -f {STATE}")
+    now = time.time()
+    check(node, 1000, now)
+    check(node, 1060, now + 60)
+    done = playbook(node, *recorder_vars())
+    found = re.search(r'"msg": ("STATUS .*")', done.stdout)
+    assert found, done.stdout[-3000:]
+    status = json.loads(json.loads(found.group(1))[len("STATUS ") :])
+    assert status["settings"]["idle_minutes"] == 2
+    assert status["last_check"]["idle_seconds"] == 60
+    assert status["last_check"]["shutdown_due_wall"] == pytest.approx(now + 120, abs=1)
+    assert status["timer_active"] is False and status["systemd"] is False
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ({"ec2_cluster_idle_minutes": -1}, "ec2_cluster_idle_minutes (-1) must be 0"),
+        ({"ec2_cluster_idle_action": "hibernate"}, "ec2_cluster_idle_action"),
+        # A string, not a list: one argument, no such program on the node.
+        ({"ec2_cluster_idle_shutdown_command": "shutdown -h now"}, "program 'shutdown -h now' is not found"),
+    ],
+)
+def test_bad_values_are_refused_before_any_change(node, installed, bad, message):
+    before = on(node, f"ls -l --time-style=+%s.%N {SCRIPT} {CONFIG} {' '.join(UNITS)} 2>&1; cat {CONFIG} 2>&1")
+    done = playbook(node, "-e", json.dumps(bad), ok=False)
+    assert message in " ".join(done.stdout.split()), done.stdout[-3000:]
+    assert recap(done.stdout)["changed"] == 0
+    assert on(node, f"ls -l --time-style=+%s.%N {SCRIPT} {CONFIG} {' '.join(UNITS)} 2>&1; cat {CONFIG} 2>&1") == before
+
+
+def test_idle_minutes_zero_removes_what_it_installed_and_only_that(node, installed):
+    on(node, "mkdir -p /etc/amx-cluster && echo mine > /etc/amx-cluster/user-notes")
+    off = playbook(node, "-e", "ec2_cluster_idle_minutes=0")
+    assert recap(off.stdout)["changed"] == 1
+    assert on(node, f"ls {SCRIPT} {CONFIG} {' '.join(UNITS)} 2>&1 || true").count("No such file") == 4
+    assert on(node, "cat /etc/amx-cluster/user-notes").strip() == "mine"
+    assert recap(playbook(node, "-e", "ec2_cluster_idle_minutes=0").stdout)["changed"] == 0
