@@ -28,6 +28,7 @@ terminal (``sshd: user@pts/N``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import struct
@@ -44,6 +45,8 @@ SERVICE_PATH = f"/etc/systemd/system/{UNIT_NAME}.service"
 TIMER_PATH = f"/etc/systemd/system/{UNIT_NAME}.timer"
 ACTIONS = ("stop", "terminate")
 DEFAULT_SHUTDOWN_COMMAND = ("shutdown", "-h", "now")
+# What the maximum lifetime's boot script (ec2_cluster's user data) keeps: the deadline, in epoch seconds.
+LIFETIME_DEADLINE_PATH = "/var/lib/cloud/instance/amx-cluster-deadline"
 # The first line of every file the module writes: it removes only files that carry it.
 MARKER = "amx.cluster autostop"
 STATE_VERSION = 1
@@ -108,12 +111,17 @@ def _idle_since(previous: Any, observation: Observation) -> Optional[float]:
     return float(since)
 
 
+def busy_reasons(observation: Observation) -> List[str]:
+    """What keeps the node busy: ``job <name>`` and ``login <user@tty>``; empty when idle."""
+    return [f"job {job}" for job in observation.jobs] + [f"login {login}" for login in observation.logins]
+
+
 def decide(settings: Settings, observation: Observation, previous: Any) -> Decision:
     """Whether the node shuts down now, and the state to keep for the next check.
 
     ``previous`` is the last state written (anything: a missing or damaged state counts as none).
     """
-    busy = [f"job {job}" for job in observation.jobs] + [f"login {login}" for login in observation.logins]
+    busy = busy_reasons(observation)
     state: Dict[str, Any] = {
         "version": STATE_VERSION,
         "boot_id": observation.boot_id,
@@ -149,7 +157,8 @@ def decide(settings: Settings, observation: Observation, previous: Any) -> Decis
 # ----------------------------------------------------------------------------- what the node shows
 
 
-def _processes() -> List[Tuple[int, bytes, List[bytes]]]:
+def processes() -> List[Tuple[int, bytes, List[bytes]]]:
+    """Every process of the node but this one: pid, command line, environment."""
     found = []
     me = os.getpid()
     for name in os.listdir("/proc"):
@@ -177,6 +186,19 @@ def job_processes(processes: Sequence[Tuple[int, bytes, List[bytes]]]) -> Tuple[
         if AGENT_NAME in cmdline:
             jobs.add(f"agent pid {pid}")
     return tuple(sorted(jobs))
+
+
+def job_folders(processes: Sequence[Tuple[int, bytes, List[bytes]]]) -> Dict[str, str]:
+    """The working folder of one process of each job (the launcher's is the run folder: its progress file)."""
+    folders: Dict[str, str] = {}
+    for pid, _cmdline, environ in sorted(processes):
+        for entry in environ:
+            if entry.startswith(JOB_VAR):
+                job = entry[len(JOB_VAR) :].decode("utf-8", "replace")
+                if job not in folders:
+                    with contextlib.suppress(OSError):
+                        folders[job] = os.readlink(f"/proc/{pid}/cwd")
+    return folders
 
 
 def ssh_terminal_sessions(processes: Sequence[Tuple[int, bytes, List[bytes]]]) -> Tuple[str, ...]:
@@ -226,9 +248,11 @@ def _read(path: str, binary: bool = False) -> Any:
         return b"" if binary else ""
 
 
-def observe(wall: Optional[float] = None, uptime: Optional[float] = None) -> Observation:
-    processes = _processes()
-    logins = set(ssh_terminal_sessions(processes))
+def observe(
+    wall: Optional[float] = None, uptime: Optional[float] = None, seen: Optional[List[Any]] = None
+) -> Observation:
+    seen = processes() if seen is None else seen
+    logins = set(ssh_terminal_sessions(seen))
     for path in UTMP_PATHS:
         data = _read(path, binary=True)
         if data:
@@ -238,7 +262,7 @@ def observe(wall: Optional[float] = None, uptime: Optional[float] = None) -> Obs
         wall=time.time() if wall is None else wall,
         uptime=float(_read("/proc/uptime").split()[0]) if uptime is None else uptime,
         boot_id=_read("/proc/sys/kernel/random/boot_id").strip(),
-        jobs=job_processes(processes),
+        jobs=job_processes(seen),
         logins=tuple(sorted(logins)),
     )
 

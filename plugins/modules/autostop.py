@@ -21,8 +21,9 @@ description:
     instance's initiated-shutdown behaviour, which the C(amx.cluster.ec2_cluster) role sets to O(action).
   - With O(state=absent), stops and disables the timer and removes those files, only where they carry the
     collection's marker line.
-  - With O(state=status), changes nothing and returns the settings and the checker's last state (idle minutes,
-    when the shutdown is due).
+  - With O(state=status), changes nothing and returns the settings, the checker's last state, the decision the
+    checker would make now (RV(now), not acted on), the node's uptime, the maximum lifetime's deadline, and the
+    training jobs running with the last line of their progress file (C(progress.jsonl) in the job's run folder).
 author:
   - amx.cluster developers (@amx-cluster)
 options:
@@ -91,6 +92,30 @@ last_check:
     null before its first check.
   returned: always
   type: dict
+now:
+  description: The decision the checker would make now (shutdown, reason, idle_seconds, shutdown_due_wall, busy),
+    from its last state; null when the autostop is not installed.
+  returned: O(state=status)
+  type: dict
+uptime_seconds:
+  description: Seconds since the node booted.
+  returned: O(state=status)
+  type: float
+lifetime_deadline_wall:
+  description: When the maximum lifetime powers the node off (epoch seconds); null without one.
+  returned: O(state=status)
+  type: float
+busy:
+  description: What keeps the node busy now (C(job <name>), C(login <user@tty>)); empty when it is idle.
+  returned: O(state=status)
+  type: list
+  elements: str
+jobs:
+  description: The training jobs with a process on the node, each with its run folder and its last progress record
+    (C(line), as train.yml prints it, C(step), C(total_steps), C(eta_seconds)) when it has one.
+  returned: O(state=status)
+  type: list
+  elements: dict
 """
 
 import inspect
@@ -102,6 +127,7 @@ import sys
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.amx.cluster.plugins.module_utils import autostop
+from ansible_collections.amx.cluster.plugins.module_utils.train_progress import format_progress, parse_progress
 
 
 def _current(path):
@@ -128,6 +154,60 @@ def _read_json(path):
         return None
 
 
+def _progress(folder):
+    """The last record of the progress file of a job's run folder, as train.yml shows it; None without one."""
+    for name in ("progress.jsonl", "single/progress.jsonl"):
+        try:
+            with open(os.path.join(folder, name), "rb") as handle:
+                handle.seek(max(0, os.fstat(handle.fileno()).st_size - 65536))
+                records = parse_progress(handle.read().decode("utf-8", "replace"))
+        except OSError:
+            continue
+        if records:
+            last = records[-1]
+            return {
+                "line": format_progress(last),
+                "step": last.get("step"),
+                "total_steps": last.get("total_steps"),
+                "eta_seconds": last.get("eta_seconds"),
+            }
+    return None
+
+
+def _status():
+    seen = autostop.processes()
+    observation = autostop.observe(seen=seen)
+    previous = _read_json(autostop.STATE_PATH)
+    try:
+        settings = autostop.check_settings(_read_json(autostop.CONFIG_PATH))
+    except autostop.SettingsError:
+        settings = None
+    now = None
+    if settings is not None:
+        decision = autostop.decide(settings, observation, previous)
+        now = dict(decision.state, shutdown=decision.shutdown, reason=decision.reason)
+    try:
+        with open(autostop.LIFETIME_DEADLINE_PATH, encoding="utf-8") as handle:
+            deadline = float(handle.read().strip())
+    except (OSError, ValueError):
+        deadline = None
+    folders = autostop.job_folders(seen)
+    jobs = [
+        {"job": job, "run_dir": folders.get(job), "progress": _progress(folders[job]) if job in folders else None}
+        for job in observation.jobs
+        if not job.startswith("agent pid ")
+    ]
+    return {
+        "settings": settings._asdict() if settings else None,
+        "last_check": previous,
+        "now": now,
+        "uptime_seconds": observation.uptime,
+        "lifetime_deadline_wall": deadline,
+        "jobs": jobs,
+        "busy": autostop.busy_reasons(observation),
+    }
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -144,12 +224,7 @@ def main():
 
     if params["state"] == "status":
         module.exit_json(
-            changed=False,
-            files=[],
-            systemd=systemd,
-            timer_active=_timer_active(module, systemd),
-            settings=_read_json(autostop.CONFIG_PATH),
-            last_check=_read_json(autostop.STATE_PATH),
+            changed=False, files=[], systemd=systemd, timer_active=_timer_active(module, systemd), **_status()
         )
 
     if params["state"] == "absent":

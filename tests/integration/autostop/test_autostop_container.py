@@ -268,6 +268,121 @@ def test_bad_values_are_refused_before_any_change(node, installed, bad, message)
     assert on(node, f"ls -l --time-style=+%s.%N {SCRIPT} {CONFIG} {' '.join(UNITS)} 2>&1; cat {CONFIG} 2>&1") == before
 
 
+PROGRESS = {
+    "step": 40,
+    "total_steps": 120,
+    "epoch": 0.33,
+    "loss": 4.9123,
+    "samples_per_second": 41.2,
+    "eta_seconds": 72,
+}
+# A launch script as train.yml's agent runs it: it writes the progress file qa_finetune.py writes, then trains on.
+LAUNCH = f"""#!/bin/bash
+echo '{json.dumps(PROGRESS)}' > progress.jsonl
+exec sleep 300
+"""
+
+
+def test_status_of_a_container_cluster_with_a_job_running(node, installed, tmp_path):
+    """status.yml on a one-node cluster whose job was started by the real job agent (train_agent.py), as train.yml
+    starts it. The node is not an EC2 instance: the test's inventory gives it the ec2_* variables the
+    amx.cluster.ec2_cluster inventory plugin would (type, state, launch time two hours ago), to price it."""
+    run_dir = "/root/amx-cluster-runs/run-9"
+    agent = (REPO / "plugins" / "module_utils" / "train_agent.py").read_text()
+    on(node, f"mkdir -p {run_dir}/state")
+    subprocess.run(
+        ["docker", "exec", "-i", node["name"], "sh", "-c", f"cat > {run_dir}/state/train_agent.py"],
+        input=agent,
+        text=True,
+        check=True,
+    )
+    subprocess.run(
+        ["docker", "exec", "-i", node["name"], "sh", "-c", f"cat > {run_dir}/launch.sh"],
+        input=LAUNCH,
+        text=True,
+        check=True,
+    )
+    cfg = {"state_dir": f"{run_dir}/state", "script": f"{run_dir}/launch.sh", "run_dir": run_dir, "job": "run-9/job"}
+    started = json.loads(on(node, f"python3 {run_dir}/state/train_agent.py start '{json.dumps(cfg)}' </dev/null"))
+    assert started["state"] == "started", started
+    launched = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(time.time() - 7200))
+    inventory = {
+        "all": {
+            "children": {
+                "cluster": {
+                    "children": {
+                        "master": {
+                            "hosts": {
+                                "node": {
+                                    "ansible_connection": "community.docker.docker",
+                                    "ansible_host": node["name"],
+                                    "ansible_python_interpreter": "/usr/bin/python3",
+                                    "ec2_state": "running",
+                                    "ec2_instance_type": "r7iz.metal-16xl",
+                                    "ec2_instance_id": "i-0123456789abcdef0",
+                                    "ec2_launch_time": launched,
+                                }
+                            }
+                        }
+                    }
+                },
+            }
+        }
+    }
+    (tmp_path / "cluster.json").write_text(json.dumps(inventory))
+    env = {
+        "PATH": f"{VENV_BIN}:/usr/bin:/bin",
+        "HOME": str(node["folder"]),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+    }
+    try:
+        argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(tmp_path / "cluster.json"), "playbooks/status.yml"]
+        text = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert text.returncode == 0, text.stdout[-4000:] + text.stderr[-2000:]
+        machine = subprocess.run(
+            argv,
+            cwd=REPO,
+            env=dict(env, ANSIBLE_STDOUT_CALLBACK="json"),
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert machine.returncode == 0, machine.stdout[-4000:] + machine.stderr[-2000:]
+    finally:
+        on(node, "pkill -f 'sleep 300'", check=False)
+    (node["folder"] / "status-text.txt").write_text(text.stdout)
+    (node["folder"] / "status-json.json").write_text(machine.stdout)
+    words = " ".join(text.stdout.split())
+    assert "job run-9/job on node: step 40/120 (33%) | epoch 0.33 | loss 4.9123 | 41.2 samples/s | ETA 0:01:12" in words
+    assert "node | running | r7iz.metal-16xl | i-0123456789abcdef0 | up 2:00:0" in words
+    assert "busy: job agent pid " in words and ", job run-9/job |" in words
+    # Machine-readable: the json callback's document holds the module's result.
+    document = json.loads(machine.stdout)
+    results = [
+        task["hosts"]["localhost"]
+        for play in document["plays"]
+        for task in play["tasks"]
+        if task["task"]["name"] == "Put the status together"
+    ]
+    status = results[0]
+    row = status["nodes"][0]
+    assert (row["name"], row["state"], row["instance_type"], row["reached"]) == (
+        "node",
+        "running",
+        "r7iz.metal-16xl",
+        True,
+    )
+    # The job's processes and its supervisor (the agent) keep the node busy.
+    assert "job run-9/job" in row["busy"] and row["busy"][0].startswith("job agent pid ")
+    assert row["idle_minutes"] == 0.0
+    assert row["autostop"] == {"idle_minutes": 2, "action": "stop"}
+    assert status["job"]["progress"]["eta_seconds"] == 72 and status["job"]["run_dir"] == run_dir
+    assert status["cost"]["per_hour"] == 5.952
+    assert status["cost"]["so_far"] == pytest.approx(11.9, abs=0.1)  # two hours at the list price
+
+
 def test_idle_minutes_zero_removes_what_it_installed_and_only_that(node, installed):
     on(node, "mkdir -p /etc/amx-cluster && echo mine > /etc/amx-cluster/user-notes")
     off = playbook(node, "-e", "ec2_cluster_idle_minutes=0")
