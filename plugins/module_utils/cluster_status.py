@@ -45,7 +45,8 @@ def _number(value: Any) -> Optional[float]:
 
 def node_row(node: Mapping[str, Any], prices: Mapping[str, float], now: float) -> Dict[str, Any]:
     """One node's line of the status. ``node``: name, state (the EC2 state; '' outside EC2), instance_type,
-    launch_time (ISO, EC2's), reached (the node answered), autostop (amx.cluster.autostop's status result)."""
+    launch_time (ISO, EC2's), asked (the node was asked), reached (it answered), autostop (the result of
+    amx.cluster.autostop's status)."""
     report = node.get("autostop") if isinstance(node.get("autostop"), Mapping) else {}
     reached = bool(node.get("reached"))
     state = node.get("state") or ("running" if reached else "unknown")
@@ -70,6 +71,7 @@ def node_row(node: Mapping[str, Any], prices: Mapping[str, float], now: float) -
         "state": state,
         "instance_type": node.get("instance_type") or None,
         "reached": reached,
+        "asked": bool(node.get("asked", reached)),
         "uptime_seconds": up_seconds,
         "uptime": format_duration(up_seconds) if up_seconds is not None else None,
         "idle_minutes": round(idle / 60, 1) if idle is not None else None,
@@ -126,7 +128,7 @@ def status_lines(
         if row["uptime"]:
             parts.append(f"up {row['uptime']}")
         if row["state"] == "running" and not row["reached"]:
-            parts.append("no answer over SSH")
+            parts.append("no answer over SSH" if row["asked"] else "not asked")
         if row["busy"]:
             parts.append("busy: " + ", ".join(row["busy"]))
         elif row["idle_minutes"] is not None:

@@ -24,7 +24,7 @@ author:
 options:
   nodes:
     description: One entry per node, with keys C(name), C(state), C(instance_type), C(instance_id),
-      C(launch_time), C(reached) and C(autostop).
+      C(launch_time), C(asked), C(reached) and C(autostop).
     type: list
     elements: dict
     required: true
@@ -52,7 +52,7 @@ EXAMPLES = r"""
 
 RETURN = r"""
 nodes:
-  description: One row per node (name, instance_id, state, instance_type, reached, uptime, uptime_seconds,
+  description: One row per node (name, instance_id, state, instance_type, reached, asked, uptime, uptime_seconds,
     idle_minutes, busy, autostop, timer_active, acts_at, acts_because, acts_in_minutes, price_per_hour,
     cost_so_far, jobs).
   returned: success

@@ -29,6 +29,7 @@ def test_names_groups_and_hostvars(ec2, inventory_file, inventory_list):
     odd = launch(ec2, 1, "bastion")[0]
     launch(ec2, 1, "master", cluster="other")
     launch(ec2, 1, None, cluster="inv-untagged-role")
+    time.sleep(1.1)  # the stopped worker is named among the others: launched last, it is node6
     stopped = launch(ec2, 1, "worker")[0]
     ec2.stop_instances(InstanceIds=[stopped["InstanceId"]])
 
