@@ -206,7 +206,7 @@ def ssh_terminal_sessions(processes: Sequence[Tuple[int, bytes, List[bytes]]]) -
     found = set()
     for _pid, cmdline, _environ in processes:
         title = cmdline.split(b"\0")[0].decode("utf-8", "replace").strip()
-        head, _, rest = title.partition(": ")
+        head, _sep, rest = title.partition(": ")
         if head in ("sshd", "sshd-session") and "@pts/" in rest:
             found.add(rest.split()[0])
     return tuple(sorted(found))
@@ -334,6 +334,12 @@ def _read_json(path: str) -> Any:
         return None
 
 
+def _say(answer: Dict[str, Any]) -> None:
+    """The one JSON line a command answers with (the journal keeps it)."""
+    sys.stdout.write(json.dumps(answer, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(description="amx.cluster autostop checker")
     parser.add_argument("command", choices=["check", "status"])
@@ -345,11 +351,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         settings = check_settings(_read_json(args.config))
     except SettingsError as exc:
-        print(json.dumps({"error": f"{args.config}: {exc}"}))
+        _say({"error": f"{args.config}: {exc}"})
         return 2
     previous = _read_json(args.state)
     if args.command == "status":
-        print(json.dumps({"settings": settings._asdict(), "state": previous}, sort_keys=True))
+        _say({"settings": settings._asdict(), "state": previous})
         return 0
     decision = decide(settings, observe(args.now, args.uptime), previous)
     state = dict(decision.state, reason=decision.reason)
@@ -357,12 +363,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         state["shutdown_command"] = list(settings.shutdown_command)
         state["shutdown_requested_wall"] = state["checked_wall"]
     _write_json(args.state, state)
-    print(json.dumps({"shutdown": decision.shutdown, "reason": decision.reason}, sort_keys=True))
-    sys.stdout.flush()
+    _say({"shutdown": decision.shutdown, "reason": decision.reason})
     if decision.shutdown:
         return subprocess.call(list(settings.shutdown_command))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    raise SystemExit(main())

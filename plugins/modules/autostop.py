@@ -49,7 +49,7 @@ options:
     elements: str
     default: [shutdown, -h, now]
 notes:
-  - Supports check mode; in check mode nothing is written, and RV(changed) says whether something would be.
+  - Supports check mode; in check mode nothing is written, and the result's C(changed) says whether something would be.
   - The checker runs with the Python that runs this module (its path goes into the service and the shebang).
   - Without systemd (a container) the files are installed and RV(timer_active) is V(false).
 """
