@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import struct
 import subprocess
@@ -147,7 +148,8 @@ def decide(settings: Settings, observation: Observation, previous: Any) -> Decis
     )
     if settings.idle_minutes == 0:
         return Decision(False, idle, "autostop is off (idle_minutes 0)", state)
-    minutes = idle / 60
+    # Tenths of a minute, rounded down: a node one second short of its limit does not read as at the limit.
+    minutes = math.floor(idle / 6) / 10
     if observation.uptime >= due:
         reason = f"idle for {minutes:.1f} minutes (limit {settings.idle_minutes}): {settings.action}"
         return Decision(True, idle, reason, state)

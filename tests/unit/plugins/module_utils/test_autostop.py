@@ -43,6 +43,8 @@ def run_checks(*observations, settings=SETTINGS, state=None):
 def test_a_node_idle_from_its_first_check_stops_after_the_idle_minutes():
     assert not run_checks(seen(100)).shutdown
     assert not run_checks(seen(100), seen(100 + 59 * 60)).shutdown
+    short = run_checks(seen(100), seen(100 + 3599))
+    assert not short.shutdown and short.reason == "idle for 59.9 of 60 minutes"
     last = run_checks(seen(100), seen(100 + 59 * 60), seen(100 + 60 * 60))
     assert last.shutdown
     assert last.idle_seconds == 3600
