@@ -319,7 +319,8 @@ def script_source(source: str, python: str) -> str:
 # ----------------------------------------------------------------------------- the checker
 
 
-def _write_json(path: str, data: Any) -> None:
+def write_state(path: str, data: Any) -> None:
+    """Write the checker's state atomically (a reader never sees half of it)."""
     os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
     tmp = f"{path}.tmp.{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as handle:
@@ -364,7 +365,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if decision.shutdown:
         state["shutdown_command"] = list(settings.shutdown_command)
         state["shutdown_requested_wall"] = state["checked_wall"]
-    _write_json(args.state, state)
+    write_state(args.state, state)
     _say({"shutdown": decision.shutdown, "reason": decision.reason})
     if decision.shutdown:
         return subprocess.call(list(settings.shutdown_command))

@@ -21,6 +21,10 @@ description:
     instance's initiated-shutdown behaviour, which the C(amx.cluster.ec2_cluster) role sets to O(action).
   - With O(state=absent), stops and disables the timer and removes those files, only where they carry the
     collection's marker line.
+  - With O(state=touch), records the node as busy now (a run of the controller), so that its idle time counts
+    again from the next check: C(train.yml) and C(provision.yml) do it first, so that a node idle for almost its
+    minutes is not shut down while they get it ready. Nothing happens where the autostop is not installed. It is
+    bookkeeping, never reported as a change.
   - With O(state=status), changes nothing and returns the settings, the checker's last state, the decision the
     checker would make now (RV(now), not acted on), the node's uptime, the maximum lifetime's deadline, and the
     training jobs running with the last line of their progress file (C(progress.jsonl) in the job's run folder).
@@ -30,7 +34,7 @@ options:
   state:
     description: What to do.
     type: str
-    choices: [present, absent, status]
+    choices: [present, absent, status, touch]
     default: present
   idle_minutes:
     description: Minutes with no job and no login after which the node shuts down; at least 1 for O(state=present).
@@ -211,7 +215,7 @@ def _status():
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["present", "absent", "status"], default="present"),
+            state=dict(type="str", choices=["present", "absent", "status", "touch"], default="present"),
             idle_minutes=dict(type="int", default=60),
             action=dict(type="str", choices=list(autostop.ACTIONS), default="stop"),
             shutdown_command=dict(type="list", elements="str", default=list(autostop.DEFAULT_SHUTDOWN_COMMAND)),
@@ -225,6 +229,25 @@ def main():
     if params["state"] == "status":
         module.exit_json(
             changed=False, files=[], systemd=systemd, timer_active=_timer_active(module, systemd), **_status()
+        )
+
+    if params["state"] == "touch":
+        try:
+            settings = autostop.check_settings(_read_json(autostop.CONFIG_PATH))
+        except autostop.SettingsError:
+            settings = None
+        if settings is not None and not module.check_mode:
+            observation = autostop.observe()
+            busy = observation._replace(jobs=(*observation.jobs, "ansible run"))
+            decision = autostop.decide(settings, busy, _read_json(autostop.STATE_PATH))
+            autostop.write_state(autostop.STATE_PATH, dict(decision.state, reason=decision.reason))
+        module.exit_json(
+            changed=False,
+            files=[],
+            systemd=systemd,
+            timer_active=_timer_active(module, systemd),
+            settings=settings._asdict() if settings else None,
+            last_check=_read_json(autostop.STATE_PATH),
         )
 
     if params["state"] == "absent":

@@ -236,6 +236,34 @@ def test_the_wall_clock_moved_does_not_stop_the_node(node, installed):
     assert on(node, f"test -e {RECORD} && echo recorded || echo none").strip() == "none"
 
 
+def test_a_run_of_the_controller_holds_off_the_shutdown(node, installed):
+    """train.yml and provision.yml touch the autostop first: a node one second short of its limit starts again."""
+    on(node, f"rm -f {STATE} {RECORD}")
+    start = time.time()
+    check(node, 1000, start)
+    assert check(node, 1119, start + 119) == {"shutdown": False, "reason": "idle for 1.9 of 2 minutes"}
+    env = {
+        "PATH": f"{VENV_BIN}:/usr/bin:/bin",
+        "HOME": str(node["folder"]),
+        "ANSIBLE_CONFIG": str(REPO / "ansible.cfg"),
+    }
+    touched = subprocess.run(
+        [str(VENV_BIN / "ansible"), "node", "-i", "inventory.json", "-m", "amx.cluster.autostop", "-a", "state=touch"],
+        cwd=node["folder"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert touched.returncode == 0 and "SUCCESS" in touched.stdout, touched.stdout + touched.stderr
+    assert json.loads(on(node, f"cat {STATE}"))["busy"] == ["job ansible run"]
+    assert check(node, 1120, start + 120) == {"shutdown": False, "reason": "idle for 0.0 of 2 minutes"}
+    assert not check(node, 1239, start + 239)["shutdown"]
+    assert check(node, 1240, start + 240)["shutdown"]
+    assert len(on(node, f"cat {RECORD}").split()) == 1
+
+
 def test_the_status_module_reads_the_last_check(node, installed):
     on(node, f"rm -f {STATE}")
     now = time.time()
