@@ -22,7 +22,7 @@ description:
   - With O(state=absent), stops and disables the timer and removes those files, only where they carry the
     collection's marker line.
   - With O(state=touch), records the node as busy now (a run of the controller), so that its idle time counts
-    again from the next check: C(train.yml) and C(provision.yml) do it first, so that a node idle for almost its
+    again from the next check. C(train.yml) and C(provision.yml) do it first, so that a node idle for almost its
     minutes is not shut down while they get it ready. Nothing happens where the autostop is not installed. It is
     bookkeeping, never reported as a change.
   - With O(state=status), changes nothing and returns the settings, the checker's last state, the decision the
