@@ -12,7 +12,8 @@ What cannot run here, and stands in for it:
   ExecStart) by hand, with the clocks injected (--now, --uptime) instead of waiting an hour.
 - `shutdown -h now` would do nothing useful in a container: ec2_cluster_idle_shutdown_command (the configurable
   command, documented as the test hook) is a recorder that appends the time to a file.
-The shutdown behaviour the instances get is tested against the local EC2 API (tests/integration/ec2/test_autostop_ec2.py).
+The shutdown behaviour the instances get is tested against the local EC2 API
+(tests/integration/ec2/test_autostop_ec2.py).
 """
 
 from __future__ import annotations
