@@ -13,7 +13,8 @@ description:
   - Finds the running instances tagged C(amx.cluster/cluster=<cluster_name>) with server-side filters
     and large pages (one DescribeInstances call per 1000 instances), and builds the inventory the
     collection's playbooks expect.
-  - Groups C(master), C(workers) and C(cluster) (names configurable). The master is named C(master);
+  - Groups C(master), C(workers) and C(cluster) (names configurable), stopped nodes only in C(stopped). The
+    master is named C(master);
     workers are named C(node<i>) from their C(amx.cluster/node-index) tag, or, for untagged workers, by
     launch order (launch time, launch index within a request, instance id), never by launch time alone.
   - Host variables are namespaced C(ec2_*) (C(ec2_tags), C(ec2_instance_id), C(ec2_node_index) ...)
@@ -71,10 +72,22 @@ options:
     type: bool
     default: false
   instance_states:
-    description: The instance states to list.
+    description: The instance states of the nodes put in the master, workers and cluster groups.
     type: list
     elements: str
     default: [running]
+  stopped_states:
+    description:
+      - The instance states of the nodes put in O(stopped_group) instead (with their C(ec2_state)), named among the
+        others, and named in a warning that says how to start them again (C(provision.yml)).
+      - A state also in O(instance_states) counts there. V([]) leaves stopped nodes out, without a word.
+    type: list
+    elements: str
+    default: [stopping, stopped]
+  stopped_group:
+    description: The group of the nodes in O(stopped_states) (an autostop stopped them, or a user).
+    type: str
+    default: stopped
   page_size:
     description: Instances asked for per DescribeInstances call (5 to 1000).
     type: int
@@ -203,7 +216,7 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
 
     # The options that decide which instances the answer holds: the cache key covers them all, so another cluster
     # name, region or endpoint with the same file never reads this one's cached hosts.
-    _ANSWER_OPTIONS = ("cluster_name", "regions", "profile", "endpoint_url", "instance_states")
+    _ANSWER_OPTIONS = ("cluster_name", "regions", "profile", "endpoint_url", "instance_states", "stopped_states")
 
     def _cache_key(self, path):
         shaping = {name: self.get_option(name) for name in self._ANSWER_OPTIONS}
@@ -230,15 +243,18 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
             try:
                 client = ec2_client(aws_session, region, self.get_option("endpoint_url"))
                 region_name = client.meta.region_name
-                raw = describe_cluster_instances(
-                    client, cluster_name, self.get_option("instance_states"), self.get_option("page_size")
-                )
+                raw = describe_cluster_instances(client, cluster_name, self._states(), self.get_option("page_size"))
             except (AwsAccessError, ClusterLayoutError) as exc:
                 raise AnsibleParserError(f"{action}: {exc}") from None
             except AWS_ERRORS as exc:
                 raise AnsibleParserError(explain(exc, region, action)) from None
             instances.extend(simplify_instance(instance, region_name) for instance in raw)
         return instances
+
+    def _states(self):
+        """Every state asked for: the cluster's, then the stopped ones (named together, so names stay stable)."""
+        states = list(self.get_option("instance_states"))
+        return states + [state for state in self.get_option("stopped_states") if state not in states]
 
     def _populate(self, instances):
         master_group = self.get_option("master_group")
@@ -271,12 +287,34 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
                     )
                 )
 
+        running_states = self.get_option("instance_states")
+        stopped = [node for node in nodes if node["state"] not in running_states]
+        if stopped:
+            stopped_group = self.get_option("stopped_group")
+            self.inventory.add_group(stopped_group)
+            self.display.warning(
+                "{}: cluster {!r}: {} {} not running ({}): in group {!r} only, not in {}. Start {} again with "
+                "playbooks/provision.yml (amx.cluster.provision) and this inventory".format(
+                    self.NAME,
+                    self.get_option("cluster_name"),
+                    ", ".join(node["name"] for node in stopped),
+                    "is" if len(stopped) == 1 else "are",
+                    ", ".join(f"{node['name']} {node['instance_id']} {node['state']}" for node in stopped),
+                    stopped_group,
+                    "/".join((master_group, workers_group, cluster_group)),
+                    "it" if len(stopped) == 1 else "them",
+                )
+            )
+
         strict = self.get_option("strict")
         use_private = self.get_option("use_private_address")
         for node in nodes:
             host = node["name"]
-            self.inventory.add_host(host, group=master_group if node["node_role"] == "master" else workers_group)
-            self.inventory.add_host(host, group=cluster_group)
+            if node["state"] in running_states:
+                self.inventory.add_host(host, group=master_group if node["node_role"] == "master" else workers_group)
+                self.inventory.add_host(host, group=cluster_group)
+            else:
+                self.inventory.add_host(host, group=stopped_group)
             hostvars = node_hostvars(node, use_private)
             for key, value in hostvars.items():
                 self.inventory.set_variable(host, key, value)

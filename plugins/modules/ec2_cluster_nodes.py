@@ -44,8 +44,15 @@ options:
     description: Write the C(amx.cluster/node-index) and C(Name) tags where they are missing or differ.
     type: bool
     default: true
+  shutdown_behavior:
+    description:
+      - When set, the instance-initiated shutdown behaviour every node must have (what C(shutdown -h now) on the
+        node does to the instance, V(stop) or V(terminate)); set with ModifyInstanceAttribute where it differs.
+      - The autostop and the maximum lifetime of the C(amx.cluster.ec2_cluster) role rely on it.
+    type: str
+    choices: [stop, terminate]
 notes:
-  - Supports check mode; in check mode no tag is written, and the result says whether one would be.
+  - Supports check mode; in check mode no tag or attribute is written, and the result says whether one would be.
   - An instance tagged with the cluster but with a role other than C(master) or C(worker) is listed in RV(ignored).
 extends_documentation_fragment:
   - amx.cluster.ec2_cluster_aws
@@ -115,6 +122,12 @@ tagged:
   type: list
   elements: str
   sample: [i-0123456789abcdef0]
+shutdown_behavior_set:
+  description: Ids of the instances whose shutdown behaviour was (or in check mode would be) changed.
+  returned: success
+  type: list
+  elements: str
+  sample: [i-0123456789abcdef0]
 ignored:
   description: Ids of instances tagged with the cluster whose role tag is neither master nor worker.
   returned: success
@@ -151,6 +164,7 @@ def main() -> None:
             states=dict(type="list", elements="str", default=["pending", "running"]),
             use_private_address=dict(type="bool", default=False),
             tag_nodes=dict(type="bool", default=True),
+            shutdown_behavior=dict(type="str", choices=["stop", "terminate"]),
             **connection_argument_spec(env_fallback),
         ),
         supports_check_mode=True,
@@ -183,6 +197,24 @@ def main() -> None:
                 if node["instance_id"] == instance_id:
                     node["tags"].update(tags)
 
+    behavior_set = []
+    wanted = params["shutdown_behavior"]
+    for node in nodes if wanted else []:
+        instance_id = node["instance_id"]
+        try:
+            answer = client.describe_instance_attribute(
+                InstanceId=instance_id, Attribute="instanceInitiatedShutdownBehavior"
+            )
+            if (answer.get("InstanceInitiatedShutdownBehavior") or {}).get("Value") == wanted:
+                continue
+            behavior_set.append(instance_id)
+            if not module.check_mode:
+                client.modify_instance_attribute(
+                    InstanceId=instance_id, Attribute="instanceInitiatedShutdownBehavior", Value=wanted
+                )
+        except AWS_ERRORS as exc:
+            module.fail_json(msg=explain(exc, params["region"], f"setting the shutdown behaviour of {instance_id}"))
+
     result = [
         {
             "name": node["name"],
@@ -194,7 +226,13 @@ def main() -> None:
         }
         for node in nodes
     ]
-    module.exit_json(changed=bool(to_tag), nodes=result, tagged=sorted(to_tag), ignored=ignored)
+    module.exit_json(
+        changed=bool(to_tag or behavior_set),
+        nodes=result,
+        tagged=sorted(to_tag),
+        shutdown_behavior_set=behavior_set,
+        ignored=ignored,
+    )
 
 
 if __name__ == "__main__":

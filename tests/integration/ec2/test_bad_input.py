@@ -125,6 +125,24 @@ CASES = [
         ['ec2_cluster_name is "no_underscores"', "letters, digits or hyphens"],
         id="bad-cluster-name",
     ),
+    pytest.param(
+        {"ec2_cluster_idle_minutes": -5},
+        None,
+        ["ec2_cluster_idle_minutes (-5) must be 0 (autostop off) or more"],
+        id="negative-idle-minutes",
+    ),
+    pytest.param(
+        {"ec2_cluster_idle_action": "hibernate"},
+        None,
+        ["ec2_cluster_idle_action", "hibernate", "stop, terminate"],
+        id="unknown-idle-action",
+    ),
+    pytest.param(
+        {"ec2_cluster_spot": True, "ec2_cluster_idle_action": "stop"},
+        None,
+        ["ec2_cluster_idle_action (stop) stop or terminate (terminate for spot nodes, which cannot be stopped)"],
+        id="spot-nodes-cannot-be-stopped",
+    ),
 ]
 
 

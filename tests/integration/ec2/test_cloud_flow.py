@@ -137,7 +137,8 @@ def test_provision_inventory_reprovision_teardown(ec2, playbook, inventory_file,
         behaviour = ec2.describe_instance_attribute(
             InstanceId=instance["InstanceId"], Attribute="instanceInitiatedShutdownBehavior"
         )["InstanceInitiatedShutdownBehavior"]["Value"]
-        assert behaviour == "terminate"
+        # The autostop is on by default with the action "stop": a node's own shutdown stops its instance.
+        assert behaviour == "stop"
         user_data = ec2.describe_instance_attribute(InstanceId=instance["InstanceId"], Attribute="userData")
         script = base64.b64decode(user_data["UserData"]["Value"]).decode()
         assert script.startswith("#cloud-config")

@@ -29,6 +29,7 @@ def test_names_groups_and_hostvars(ec2, inventory_file, inventory_list):
     odd = launch(ec2, 1, "bastion")[0]
     launch(ec2, 1, "master", cluster="other")
     launch(ec2, 1, None, cluster="inv-untagged-role")
+    time.sleep(1.1)  # the stopped worker is named among the others: launched last, it is node6
     stopped = launch(ec2, 1, "worker")[0]
     ec2.stop_instances(InstanceIds=[stopped["InstanceId"]])
 
@@ -45,8 +46,12 @@ def test_names_groups_and_hostvars(ec2, inventory_file, inventory_list):
     assert data["master"]["hosts"] == ["master"]
     assert data["workers"]["hosts"] == ["node1", "node2", "node3", "node4", "node5"]
     assert data["cluster"]["hosts"] == ["master", "node1", "node2", "node3", "node4", "node5"]
+    # The stopped worker: named among the others (launched last: node6), in group stopped only, with its state.
+    assert data["stopped"]["hosts"] == ["node6"]
     hostvars = data["_meta"]["hostvars"]
-    assert sorted(hostvars) == sorted(expected)
+    assert sorted(hostvars) == sorted([*expected, "node6"])
+    assert hostvars["node6"]["ec2_state"] == "stopped"
+    assert f"node6 {stopped['InstanceId']} stopped" in " ".join(run.output.split())
     for name, instance in expected.items():
         assert hostvars[name]["ec2_instance_id"] == instance["InstanceId"], name
         assert hostvars[name]["ansible_host"] == instance["PublicIpAddress"]

@@ -73,3 +73,29 @@ def test_two_masters_fail_with_the_ids(ec2, aws_env, tmp_path):
     assert proc.returncode != 0
     assert "2 instances are tagged amx.cluster/role=master" in result["msg"]
     assert all(m["InstanceId"] in result["msg"] for m in masters)
+
+
+def behaviour_of(ec2, instance_id):
+    return ec2.describe_instance_attribute(InstanceId=instance_id, Attribute="instanceInitiatedShutdownBehavior")[
+        "InstanceInitiatedShutdownBehavior"
+    ]["Value"]
+
+
+def test_shutdown_behavior_in_check_mode_then_for_real_then_unchanged(ec2, aws_env, tmp_path):
+    master = launch(ec2, 1, "master")[0]
+    worker = launch(ec2, 1, "worker")[0]
+    ec2.stop_instances(InstanceIds=[worker["InstanceId"]])  # a stopped node takes it too
+    ids = sorted([master["InstanceId"], worker["InstanceId"]])
+    args = f"cluster_name=mod region={REGION} tag_nodes=false states=running,stopped shutdown_behavior=terminate"
+
+    proc, checked = run_module(aws_env, tmp_path, "--check", args=args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert checked["changed"] is True and sorted(checked["shutdown_behavior_set"]) == ids
+    assert behaviour_of(ec2, master["InstanceId"]) == "stop"  # EC2's default; check mode wrote nothing
+
+    proc, done = run_module(aws_env, tmp_path, args=args)
+    assert proc.returncode == 0 and sorted(done["shutdown_behavior_set"]) == ids
+    assert [behaviour_of(ec2, instance_id) for instance_id in ids] == ["terminate", "terminate"]
+
+    proc, again = run_module(aws_env, tmp_path, args=args)
+    assert proc.returncode == 0 and again["changed"] is False and again["shutdown_behavior_set"] == []

@@ -53,6 +53,8 @@ def test_spot_existing_placement_group_created_key_parallel(ec2, moto, playbook,
         ec2_cluster_worker_count=1,
         ec2_cluster_key_mode="create",
         ec2_cluster_max_lifetime_minutes=0,
+        # A one-time spot node cannot be stopped: its autostop terminates it.
+        ec2_cluster_idle_action="terminate",
         ec2_cluster_instance_type="m7i.2xlarge",
     )
     moto.start_recording()

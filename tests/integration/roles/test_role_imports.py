@@ -112,6 +112,12 @@ ENTRIES = (
     ),
     Entry(
         "ec2_cluster",
+        "autostop",
+        vars={"ec2_cluster_idle_minutes": -1},
+        stop="ec2_cluster_idle_minutes (-1) must be 0 (autostop off) or more",
+    ),
+    Entry(
+        "ec2_cluster",
         "teardown",
         vars={"ec2_cluster_name": "not a name"},
         stop="teardown needs the cluster's name and region",

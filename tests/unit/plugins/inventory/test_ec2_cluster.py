@@ -53,7 +53,7 @@ def page(*instances, token=None):
     return response
 
 
-def expected_params(states=("running",), page_size=1000, token=None):
+def expected_params(states=("running", "stopping", "stopped"), page_size=1000, token=None):
     params = {
         "Filters": [
             {"Name": "tag:amx.cluster/cluster", "Values": ["demo"]},
@@ -195,12 +195,12 @@ def test_settings_not_exported_when_off(tmp_path, ec2_stub):
 
 def test_pages_and_options(tmp_path, ec2_stub):
     stubber = ec2_stub.prepare()
-    first = expected_params(states=("running", "pending"), page_size=5)
+    first = expected_params(states=("running", "pending", "stopping", "stopped"), page_size=5)
     stubber.add_response("describe_instances", page(instance("i-m", "master"), token="t1"), first)
     stubber.add_response(
         "describe_instances",
         page(instance("i-w", "worker", public="203.0.113.7", private="10.0.0.7")),
-        expected_params(states=("running", "pending"), page_size=5, token="t1"),
+        expected_params(states=("running", "pending", "stopping", "stopped"), page_size=5, token="t1"),
     )
     config = BASIC + textwrap.dedent(
         """\
@@ -219,6 +219,43 @@ def test_pages_and_options(tmp_path, ec2_stub):
     assert hosts(inventory, "compute") == ["node1"]
     assert hosts(inventory, "everyone") == ["master", "node1"]
     assert inventory.get_host("node1").vars["ansible_host"] == "10.0.0.7"
+
+
+def stopped(item, state="stopped"):
+    return dict(item, State={"Code": 80, "Name": state})
+
+
+def test_stopped_nodes_are_named_in_their_own_group_and_a_warning(tmp_path, ec2_stub, capsys):
+    stubber = ec2_stub.prepare()
+    stubber.add_response(
+        "describe_instances",
+        page(
+            stopped(instance("i-m", "master", index=0)),
+            instance("i-w1", "worker", index=1),
+            stopped(instance("i-w2", "worker", index=2), "stopping"),
+        ),
+        expected_params(),
+    )
+    with stubber:
+        inventory = run_plugin(tmp_path, BASIC)
+    assert hosts(inventory, "stopped") == ["master", "node2"]
+    assert hosts(inventory, "master") == []
+    assert hosts(inventory, "cluster") == ["node1"]
+    assert inventory.get_host("master").vars["ec2_state"] == "stopped"
+    assert inventory.get_host("node2").vars["ec2_state"] == "stopping"
+    words = " ".join(capsys.readouterr().err.split())
+    assert "cluster 'demo': master, node2 are not running (master i-m stopped, node2 i-w2 stopping)" in words
+    assert "Start them again with playbooks/provision.yml" in words
+
+
+def test_stopped_states_empty_leaves_stopped_nodes_out(tmp_path, ec2_stub, capsys):
+    stubber = ec2_stub.prepare()
+    stubber.add_response("describe_instances", page(instance("i-m", "master")), expected_params(states=("running",)))
+    with stubber:
+        inventory = run_plugin(tmp_path, BASIC + "stopped_states: []\n")
+    stubber.assert_no_pending_responses()
+    assert hosts(inventory, "cluster") == ["master"] and "stopped" not in inventory.groups
+    assert "not running" not in capsys.readouterr().err
 
 
 def test_constructed_options(tmp_path, ec2_stub):
