@@ -25,7 +25,7 @@ from net import free_port
 from standin_index import SimpleIndex, wheel
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bad_input"))
-from bad_input_helpers import LOCAL, assert_refused, cluster, fold, run_in_folder  # noqa: E402
+from bad_input_helpers import LOCAL, assert_refused, cluster, fold, run_in_folder
 
 PYENV = pathlib.Path("/root/.pyenv/versions")
 CP38 = "cp38-cp38"
@@ -151,7 +151,7 @@ def test_a_pinned_wheel_that_no_source_lists_is_refused_before_any_change(direct
     page = sources["intel"].root + "without-ccl.html"
     expect = (
         "ccl-missing: the node finds no wheel for the pins of profile 'recipe-2022' that fits the node",
-        f"oneccl-bind-pt==1.13.0+cpu (cp38 manylinux_2_",
+        "oneccl-bind-pt==1.13.0+cpu (cp38 manylinux_2_",
         f"is listed in none of: {sources['pypi'].url}oneccl-bind-pt/, {sources['pytorch'].url}oneccl-bind-pt/, {page}",
         "Serve the wheel from a folder of your own (torch_stack_find_links, see docs/REPRODUCE.md)",
     )
@@ -163,7 +163,7 @@ def test_a_cpu_pin_whose_only_index_is_skipped_is_refused_not_taken_from_the_pac
     run, touched, closed = direct
     expect = (
         "torch-index-skipped: the node finds no wheel",
-        f"torch==1.13.0+cpu (cp38 manylinux_2_",
+        "torch==1.13.0+cpu (cp38 manylinux_2_",
         f"is listed in none of: {sources['pypi'].url}torch/,",
         f"left out because they did not answer (torch_stack_unreachable_indexes: skip): {closed}",
     )
