@@ -99,10 +99,21 @@ results:
   type: list
   elements: dict
   contains:
-    name: {description: The check's name., type: str}
-    problems: {description: One sentence per pin that no source lists (empty when all are listed)., type: list}
-    found: {description: The pins found, with the pages and files that list them., type: list}
-    unchecked: {description: The pins left to pip's default index, which was not read., type: list}
+    name:
+      description: The check's name.
+      type: str
+    problems:
+      description: One sentence per pin that no source lists (empty when all are listed).
+      type: list
+      elements: str
+    found:
+      description: The pins found, with the pages and files that list them.
+      type: list
+      elements: dict
+    unchecked:
+      description: The pins left to pip's default index, which was not read.
+      type: list
+      elements: dict
 requests:
   description: How many pages and folders were read (each at most once).
   returned: always

@@ -16,6 +16,7 @@ passes. The stand-ins count the requests they answer.
 from __future__ import annotations
 
 import getpass
+import importlib.util
 import pathlib
 import sys
 from typing import Dict, List
@@ -24,8 +25,22 @@ import pytest
 from net import free_port
 from standin_index import SimpleIndex, wheel
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "bad_input"))
-from bad_input_helpers import LOCAL, assert_refused, cluster, fold, run_in_folder
+
+def _bad_input_helpers():
+    """The bad-input tests' runner and checks, loaded from their file: putting their folder on sys.path would let its
+    conftest stand in for other folders' conftest modules in the same session."""
+    if "bad_input_helpers" not in sys.modules:
+        path = pathlib.Path(__file__).resolve().parents[1] / "bad_input" / "bad_input_helpers.py"
+        spec = importlib.util.spec_from_file_location("bad_input_helpers", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["bad_input_helpers"] = module
+    return sys.modules["bad_input_helpers"]
+
+
+_helpers = _bad_input_helpers()
+LOCAL, assert_refused, cluster = _helpers.LOCAL, _helpers.assert_refused, _helpers.cluster
+fold, run_in_folder = _helpers.fold, _helpers.run_in_folder
 
 PYENV = pathlib.Path("/root/.pyenv/versions")
 CP38 = "cp38-cp38"
