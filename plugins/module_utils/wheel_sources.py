@@ -65,8 +65,8 @@ def version_matches(pin: str, version: str) -> bool:
             numbers.pop()
         return numbers
 
-    pin_public, pin_local = (pin.lower().split(_LOCAL_SEP, 1) + [""])[:2]
-    public, local = (version.lower().split(_LOCAL_SEP, 1) + [""])[:2]
+    pin_public, pin_local = [*pin.lower().split(_LOCAL_SEP, 1), ""][:2]
+    public, local = [*version.lower().split(_LOCAL_SEP, 1), ""][:2]
     if pin_local and re.sub(r"[-_]", ".", pin_local) != re.sub(r"[-_]", ".", local):
         return False
     plain = re.compile(r"^\d+(\.\d+)*$")
