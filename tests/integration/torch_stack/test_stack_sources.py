@@ -33,8 +33,8 @@ def _bad_input_helpers():
         path = pathlib.Path(__file__).resolve().parents[1] / "bad_input" / "bad_input_helpers.py"
         spec = importlib.util.spec_from_file_location("bad_input_helpers", path)
         module = importlib.util.module_from_spec(spec)
+        sys.modules["bad_input_helpers"] = module  # before it runs: its dataclasses look their module up
         spec.loader.exec_module(module)
-        sys.modules["bad_input_helpers"] = module
     return sys.modules["bad_input_helpers"]
 
 
