@@ -22,8 +22,11 @@ import sys
 from typing import Dict, List
 
 import pytest
+import yaml
 from net import free_port
 from standin_index import SimpleIndex, wheel
+
+from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
 
 
 def _bad_input_helpers():
@@ -43,6 +46,9 @@ LOCAL, assert_refused, cluster = _helpers.LOCAL, _helpers.assert_refused, _helpe
 fold, run_in_folder = _helpers.fold, _helpers.run_in_folder
 
 PYENV = pathlib.Path("/root/.pyenv/versions")
+REPO = pathlib.Path(__file__).resolve().parents[3]
+PROFILES = yaml.safe_load((REPO / "roles" / "torch_stack" / "vars" / "profiles.yml").read_text())
+RECIPE_PINS = sp.resolve_profile(PROFILES["__torch_stack_profiles"], "recipe-2022")["pins"]
 CP38 = "cp38-cp38"
 PLAY = """
 - name: Run torch_stack's preflight on each host
@@ -89,8 +95,10 @@ def sources(tmp_path_factory):
     wheel(pytorch, "torch", "1.13.0+cpu", tag=f"{CP38}-linux_x86_64")
     wheel(pypi, "torch", "1.13.0", tag=f"{CP38}-manylinux1_x86_64")  # the CUDA build, under the plain version
     wheel(pypi, "intel_extension_for_pytorch", "1.13.0", tag=f"{CP38}-manylinux2014_x86_64")
-    for name, version in (("transformers", "4.24.0"), ("datasets", "2.7.1"), ("evaluate", "0.3.0")):
-        wheel(pypi, name, version)
+    # Every other pin of the profile (transformers, datasets, ...), as pure-Python wheels.
+    for name, version in RECIPE_PINS.items():
+        if name not in ("torch", "intel-extension-for-pytorch", "oneccl-bind-pt"):
+            wheel(pypi, name, version)
     ccl = wheel(intel, "oneccl_bind_pt", "1.13.0+cpu", tag=f"{CP38}-linux_x86_64").name
     flat_page(intel, "ipex-whl-stable-cpu.html", [ccl, "oneccl_bind_pt-1.13.0+cpu-cp39-cp39-linux_x86_64.whl"])
     flat_page(intel, "without-ccl.html", ["oneccl_bind_pt-1.13.0+cpu-cp39-cp39-linux_x86_64.whl"])
@@ -212,7 +220,7 @@ def test_the_controller_reads_each_page_once_for_all_nodes(wheelhouse):
     run, touched, requests = wheelhouse
     assert run.returncode == 0, run.explain()
     assert not touched, touched
-    pins = ["datasets", "evaluate", "intel-extension-for-pytorch", "oneccl-bind-pt", "torch", "transformers"]
+    pins = sorted(RECIPE_PINS)
     # The answer check asks each index's root once; the source check one page per pin per index, the flat page once.
     assert sorted(requests["pytorch"]) == sorted(["/simple/"] + [f"/simple/{name}/" for name in pins])
     assert sorted(requests["pypi"]) == sorted(["/simple/"] + [f"/simple/{name}/" for name in pins])
