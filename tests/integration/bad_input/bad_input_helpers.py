@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from ansible_env import ansible_env
+from standin_index import wheel
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 HERE = pathlib.Path(__file__).resolve().parent
@@ -95,7 +96,11 @@ def in_preflight(event: Dict[str, Any], role: str) -> bool:
 
 def node_paths(folder: pathlib.Path) -> Dict[str, Any]:
     """Every path variable of the roles, under `folder`, and the settings that keep a run off the real machine:
-    no OS package installs, no AMX requirement (this CPU has none), pip in direct mode without any index."""
+    no OS package installs, no AMX requirement (this CPU has none), pip in direct mode without any index.
+
+    torch's CPU build is listed in a find-links folder of the case (a stand-in wheel of that name, never installed:
+    the runs that get as far as pip find the stack already there), as torch_stack's source check requires."""
+    wheel(folder / "wheels", "torch", "2.13.0+cpu")
     return {
         "amx_check_required": False,
         "tcmalloc_install": False,
@@ -103,6 +108,7 @@ def node_paths(folder: pathlib.Path) -> Dict[str, Any]:
         # torch and transformers are all the training preflight needs; fewer imports, faster runs.
         "torch_stack_overrides": {"accelerate": None, "datasets": None, "evaluate": None, "tokenizers": None},
         "torch_stack_extra_index_urls": [],
+        "torch_stack_find_links": [str(folder / "wheels")],
         "torch_stack_install_os_packages": False,
         "torch_stack_install_mode": "direct",
         "torch_stack_venv": str(folder / "venv"),

@@ -37,9 +37,9 @@ def locked(name: str, python: str) -> dict:
         (
             "recipe-2022",
             [
-                "torch==1.13.0",
+                "torch==1.13.0+cpu",
                 "intel-extension-for-pytorch==1.13.0",
-                "oneccl-bind-pt==1.13.0",
+                "oneccl-bind-pt==1.13.0+cpu",
                 "transformers==4.24.0",
                 "datasets==2.7.1",
                 "evaluate==0.3.0",
@@ -72,7 +72,7 @@ def test_builtin_profiles(name, requirements, has_ipex, has_ccl, backend, cpu_fl
 
 def test_native_is_current_cpu_torch_without_ipex():
     resolved = resolve("native")
-    assert resolved["pins"]["torch"] == "2.13.0"
+    assert resolved["pins"]["torch"] == "2.13.0+cpu"  # the CPU build, never the index's CUDA one
     assert {"transformers", "accelerate", "datasets", "evaluate", "tokenizers"} <= set(resolved["packages"])
     assert "intel-extension-for-pytorch" not in resolved["packages"]
 
@@ -88,7 +88,7 @@ def test_every_profile_carries_what_run_qa_imports(name):
     [
         ({"torch": "2.8.1"}, [], "torch==2.8.1", []),
         ({"Torch": ">=2.8,<2.9"}, [], "torch>=2.8,<2.9", []),
-        ({}, ["scikit-learn==1.5.2"], "torch==2.8.0", ["scikit-learn==1.5.2"]),
+        ({}, ["scikit-learn==1.5.2"], "torch==2.8.0+cpu", ["scikit-learn==1.5.2"]),
     ],
 )
 def test_overrides_and_extras(overrides, extra, expected_torch, expected_extra):
@@ -164,7 +164,7 @@ def test_bad_profile_data(profile, message):
             "3.11.2",
             False,
             {"torch": "2.7.1", "intel-extension-for-pytorch": "2.7.0"},
-            ["oneccl_bind_pt 2.7.0 must match torch exactly"],
+            ["oneccl_bind_pt 2.7.0+cpu must match torch exactly"],
         ),
         ("ipex-2.7-ccl", "3.11.2", False, {"intel-extension-for-pytorch": ">=2.7"}, ["must be pinned exactly"]),
         ("ipex-2.8", "3.11.2", False, {"torch": "2.5.0", "intel-extension-for-pytorch": "2.5.0"}, ["is yanked"]),
@@ -444,7 +444,7 @@ def test_the_role_takes_the_lock_as_constraints_with_the_profiles_pins_and_the_u
         "recipe-2022", overrides={"transformers": "4.25.1"}, extra_packages=["foo>=2"], lock_text=text, use_lock=True
     )
     # torch: the profile's pin wins over the lock's entry; transformers (overridden) and foo (extra) are left out.
-    assert resolved["constraints"] == ["fsspec==2022.11.0", "numpy==1.23.5", "torch==1.13.0"]
+    assert resolved["constraints"] == ["fsspec==2022.11.0", "numpy==1.23.5", "torch==1.13.0+cpu"]
     assert resolved["locked"] is True
     assert resolve("recipe-2022", lock_text=text, use_lock=False)["constraints"] == []
     assert resolve("native", lock_text=text, use_lock=True)["locked"] is False
