@@ -34,6 +34,6 @@ def test_a_misnamed_file_says_why_and_the_fix(ec2, inventory_file, inventory_lis
 def test_other_inventories_get_no_such_warning(inventory_list, tmp_path):
     static = tmp_path / "fleet.yml"
     static.write_text("all:\n  hosts:\n    ec2_cluster:\n")
-    run, data = inventory_list(static)
+    run, _ = inventory_list(static)
     assert run.returncode == 0, run.explain()
     assert "names the amx.cluster.ec2_cluster" not in run.output
