@@ -32,6 +32,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from typing import Dict, List, Mapping, Tuple
 
@@ -246,26 +247,29 @@ def checkout_copy(target: pathlib.Path) -> pathlib.Path:
 
 
 def shell(script: str, cwd: pathlib.Path, env: Mapping[str, str], timeout: int = 600) -> Tuple[int, str]:
-    """Run the text with bash, as a user would type it, in a process group of its own (a server it starts in the
-    background is stopped with it)."""
-    process = subprocess.Popen(
-        ["bash", "-c", script],
-        cwd=cwd,
-        env=dict(env),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        output, _ = process.communicate(timeout=timeout)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    return process.returncode, output
+    """Run the text with bash, as a user would type it, in a process group of its own: a server it started in the
+    background is stopped when bash ends, also when the script fails before its own `kill`. The output goes to a
+    file, which such a server cannot hold open."""
+    with tempfile.TemporaryFile("w+") as log:
+        process = subprocess.Popen(
+            ["bash", "-c", script],
+            cwd=cwd,
+            env=dict(env),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        try:
+            process.wait(timeout=timeout)
+        finally:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        log.seek(0)
+        return process.returncode, log.read()
 
 
 def plain_env(home: pathlib.Path, **extra: str) -> Dict[str, str]:
