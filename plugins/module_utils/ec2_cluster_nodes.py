@@ -56,7 +56,7 @@ def misnamed_inventory_file(path: str, text: str) -> Optional[str]:
     when the name is right or the file names another plugin. Says nothing of the file's contents."""
     if path.endswith(INVENTORY_FILE_SUFFIXES) or not _NAMES_THE_PLUGIN.search(text):
         return None
-    folder, _, name = path.rpartition("/")
+    folder, name = path.rpartition("/")[::2]
     stem = name.rsplit(".", 1)[0] if name.endswith((".yml", ".yaml")) else name
     suggested = f"{folder}/{stem}.ec2_cluster.yml" if folder else f"{stem}.ec2_cluster.yml"
     return (

@@ -16,7 +16,7 @@ def test_a_misnamed_file_says_why_and_the_fix(ec2, inventory_file, inventory_lis
     wrong = inventory_file(CLUSTER, name="yml")  # named.yml
     assert wrong.name == "named.yml"
 
-    run, data = inventory_list(wrong)
+    run = inventory_list(wrong)[0]
 
     assert run.returncode != 0, run.explain()
     assert (
@@ -34,6 +34,6 @@ def test_a_misnamed_file_says_why_and_the_fix(ec2, inventory_file, inventory_lis
 def test_other_inventories_get_no_such_warning(inventory_list, tmp_path):
     static = tmp_path / "fleet.yml"
     static.write_text("all:\n  hosts:\n    ec2_cluster:\n")
-    run, _ = inventory_list(static)
+    run = inventory_list(static)[0]
     assert run.returncode == 0, run.explain()
     assert "names the amx.cluster.ec2_cluster" not in run.output
