@@ -44,8 +44,9 @@ DOCS = ("README.md", "docs/EC2.md", "docs/REPRODUCE.md")
 SHELL_LANGUAGES = {"sh", "bash", "console", "shell"}
 WALKTHROUGH_PORT = 5077  # as written in EC2.md
 
-# Run as written against the shared moto server, in this order (test_cloud_commands), in the copy with
-# LOCAL_API_VARS: first line -> the docs that hold the command (with the same text in each).
+# Run as written against the shared moto server by test_cloud_commands (in the order a reader would: provision
+# before the inventory, teardown last), in the copy with LOCAL_API_VARS: first line -> the docs that hold the
+# command (with the same text in each).
 RUN_HERE: Dict[str, Tuple[str, ...]] = {
     "make setup && . .venv/bin/activate   # or call .venv/bin/ansible-playbook": ("README.md",),
     "ansible-inventory -i inventory/ec2_cluster.yml --graph": ("docs/EC2.md",),
@@ -88,8 +89,9 @@ SYNTAX_ONLY: Dict[str, str] = {
 
 # Commands that cannot run here at all.
 NOT_HERE: Dict[str, str] = {
-    "make demo   # this machine as a one-node cluster: provision, then train a tiny QA model; no cloud, no hub": "the "
-    "demo installs the training stack on this machine and trains (minutes); it is a check of `make test`' peers",
+    "make demo   # this machine as a one-node cluster: provision, then train a tiny QA model; no cloud, no hub": "it "
+    "installs the training stack on this machine and trains a model (minutes, and it changes the machine); its "
+    "parts run in tests/integration/train and the molecule scenarios",
     "make test   # every check: lint, ansible-test sanity, unit, integration, molecule on containers": "the whole "
     "suite (about 50 minutes), of which this test is a part",
     "python3 -m pip install 'ansible>=11'": "installs from the package index into the system's Python; the "
@@ -182,8 +184,8 @@ def all_commands() -> List[Command]:
 
 def the_command(first_line: str, docs: Tuple[str, ...]) -> str:
     """The text of the command that starts so, the same in each of docs."""
-    texts = {c.doc: c.text for c in all_commands() if c.first_line == first_line and c.doc in docs}
-    assert set(texts) == set(docs), f"{first_line!r} is not in {sorted(set(docs) - set(texts))}"
+    texts = {c.doc: c.text for c in all_commands() if c.first_line == first_line}
+    assert set(texts) == set(docs), f"{first_line!r} is in {sorted(texts)}, expected in {sorted(docs)}"
     assert len(set(texts.values())) == 1, f"{first_line!r} differs between {docs}: {texts}"
     return next(iter(texts.values()))
 
