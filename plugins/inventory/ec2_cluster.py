@@ -153,8 +153,10 @@ from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import
     session,
 )
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes import (
+    INVENTORY_FILE_SUFFIXES,
     ClusterLayoutError,
     check_cluster_name,
+    misnamed_inventory_file,
     node_hostvars,
     order_nodes,
     simplify_instance,
@@ -192,7 +194,21 @@ class InventoryModule(BaseInventoryPlugin, Constructable, Cacheable):
     NAME = "amx.cluster.ec2_cluster"
 
     def verify_file(self, path):
-        return super().verify_file(path) and path.endswith(("ec2_cluster.yml", "ec2_cluster.yaml"))
+        if not super().verify_file(path):
+            return False
+        if path.endswith(INVENTORY_FILE_SUFFIXES):
+            return True
+        # A file that names this plugin under another name would only get Ansible's "could not be verified":
+        # say why, and the fix. Only the start of a YAML file is read (the plugin line comes first).
+        if path.endswith((".yml", ".yaml")):
+            try:
+                with open(path, encoding="utf-8", errors="replace") as config:
+                    problem = misnamed_inventory_file(path, config.read(65536))
+            except OSError:
+                problem = None
+            if problem:
+                self.display.warning(problem)
+        return False
 
     def parse(self, inventory, loader, path, cache=True):
         super().parse(inventory, loader, path, cache)

@@ -46,6 +46,25 @@ class ClusterLayoutError(ValueError):
     """The instances found cannot form a cluster; the message says which ones and what to do."""
 
 
+# The inventory plugin reads only files whose name ends so (the convention of Ansible's inventory plugins).
+INVENTORY_FILE_SUFFIXES = ("ec2_cluster.yml", "ec2_cluster.yaml")
+_NAMES_THE_PLUGIN = re.compile(r"^plugin:\s*[\"']?(?:amx\.cluster\.)?ec2_cluster[\"']?\s*(?:#.*)?$", re.MULTILINE)
+
+
+def misnamed_inventory_file(path: str, text: str) -> Optional[str]:
+    """Why the inventory plugin will not read ``path`` although the file (``text``) names it, with the fix; None
+    when the name is right or the file names another plugin. Says nothing of the file's contents."""
+    if path.endswith(INVENTORY_FILE_SUFFIXES) or not _NAMES_THE_PLUGIN.search(text):
+        return None
+    folder, name = path.rpartition("/")[::2]
+    stem = name.rsplit(".", 1)[0] if name.endswith((".yml", ".yaml")) else name
+    suggested = f"{folder}/{stem}.ec2_cluster.yml" if folder else f"{stem}.ec2_cluster.yml"
+    return (
+        f"{path} names the amx.cluster.ec2_cluster inventory plugin, which reads only files whose name ends in "
+        f"{' or '.join(INVENTORY_FILE_SUFFIXES)}: rename it, for example to {suggested}"
+    )
+
+
 def tags_to_dict(tags: Optional[Iterable[Mapping[str, str]]]) -> Dict[str, str]:
     """Turn EC2's ``[{"Key": k, "Value": v}]`` into ``{k: v}``."""
     return {tag["Key"]: tag.get("Value", "") for tag in tags or ()}

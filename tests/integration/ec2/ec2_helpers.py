@@ -21,14 +21,16 @@ ACCESS_KEY_ID = "AKIAAMXCLUSTERTESTS1"
 SECRET_ACCESS_KEY = "amx-cluster-tests-secret-never-on-a-node"
 
 # Canonical's owner id and Ubuntu 24.04 names, as the role's defaults look for them: an older and a newer amd64
-# image (the newer must win) and an arm64 one (the wrong architecture must be skipped).
+# image (the newer must win) and an arm64 one (the wrong architecture must be skipped); and an Ubuntu 20.04 image,
+# as the blog preset (playbooks/vars/blog-recipe.yml) looks for it.
 CANONICAL = "099720109477"
 BASE_IMAGE = "ami-0a1b2c3d4e5f60002"
+FOCAL_IMAGE = "ami-0a1b2c3d4e5f60010"
 AMIS = [
     {
         "ami_id": ami_id,
-        "name": f"ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-{arch_name}-server-{date}",
-        "description": f"Canonical, Ubuntu, 24.04 LTS, {arch_name}",
+        "name": f"ubuntu/images/{volume}/ubuntu-{release}-{arch_name}-server-{date}",
+        "description": f"Canonical, Ubuntu, {release[-5:]} LTS, {arch_name}",
         "owner_id": CANONICAL,
         "public": True,
         "virtualization_type": "hvm",
@@ -42,10 +44,11 @@ AMIS = [
         "sriov": "simple",
         "creation_date": f"{date[:4]}-{date[4:6]}-{date[6:]}T00:00:00.000Z",
     }
-    for ami_id, arch, arch_name, date in [
-        ("ami-0a1b2c3d4e5f60001", "x86_64", "amd64", "20250101"),
-        (BASE_IMAGE, "x86_64", "amd64", "20250601"),
-        ("ami-0a1b2c3d4e5f60003", "arm64", "arm64", "20250701"),
+    for ami_id, volume, release, arch, arch_name, date in [
+        ("ami-0a1b2c3d4e5f60001", "hvm-ssd-gp3", "noble-24.04", "x86_64", "amd64", "20250101"),
+        (BASE_IMAGE, "hvm-ssd-gp3", "noble-24.04", "x86_64", "amd64", "20250601"),
+        ("ami-0a1b2c3d4e5f60003", "hvm-ssd-gp3", "noble-24.04", "arm64", "arm64", "20250701"),
+        (FOCAL_IMAGE, "hvm-ssd", "focal-20.04", "x86_64", "amd64", "20230101"),
     ]
 ]
 

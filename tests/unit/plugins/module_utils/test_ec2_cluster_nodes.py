@@ -20,6 +20,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes impo
     check_cluster_name,
     cluster_filters,
     launch_order,
+    misnamed_inventory_file,
     missing_tags,
     node_address,
     node_hostvars,
@@ -306,3 +307,35 @@ def test_of_cluster_keeps_exact_matches_only():
 
     found = of_cluster([raw("i-1", "demo"), raw("i-2", "demo2"), raw("i-3", "Demo"), {"InstanceId": "i-4"}], "demo")
     assert [item["InstanceId"] for item in found] == ["i-1"]
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "suggested"),
+    [
+        ("/x/my-cluster.yml", "plugin: amx.cluster.ec2_cluster\ncluster_name: a\n", "/x/my-cluster.ec2_cluster.yml"),
+        ("/x/c.yaml", "# comment\nplugin: 'amx.cluster.ec2_cluster'  # the plugin\n", "/x/c.ec2_cluster.yml"),
+        ("c.yml", 'plugin: "ec2_cluster"\n', "c.ec2_cluster.yml"),
+        ("/x/ec2_cluster.yml.bak", "plugin: amx.cluster.ec2_cluster\n", "/x/ec2_cluster.yml.bak.ec2_cluster.yml"),
+    ],
+)
+def test_misnamed_inventory_file_says_why_and_the_fix(path, text, suggested):
+    problem = misnamed_inventory_file(path, text)
+    assert problem == (
+        f"{path} names the amx.cluster.ec2_cluster inventory plugin, which reads only files whose name ends in "
+        f"ec2_cluster.yml or ec2_cluster.yaml: rename it, for example to {suggested}"
+    )
+    assert "cluster_name" not in problem
+
+
+@pytest.mark.parametrize(
+    ("path", "text"),
+    [
+        ("/x/demo.ec2_cluster.yml", "plugin: amx.cluster.ec2_cluster\n"),
+        ("/x/ec2_cluster.yaml", "plugin: amx.cluster.ec2_cluster\n"),
+        ("/x/aws.yml", "plugin: amazon.aws.aws_ec2\n"),
+        ("/x/fleet.yml", "all:\n  hosts:\n    ec2_cluster:\n"),
+        ("/x/other.yml", "plugin: amx.cluster.ec2_cluster_other\n"),
+    ],
+)
+def test_misnamed_inventory_file_is_quiet_otherwise(path, text):
+    assert misnamed_inventory_file(path, text) is None
