@@ -54,6 +54,9 @@ RUN_HERE: Dict[str, Tuple[str, ...]] = {
         "README.md",
         "docs/EC2.md",
     ),
+    "ansible-playbook -i inventory/ec2_cluster.yml playbooks/provision.yml -e ec2_cluster_admin_cidr=203.0.113.7/32 "
+    "\\": ("docs/EC2.md",),
+    "ansible-playbook -i inventory/ec2_cluster.yml playbooks/status.yml": ("docs/EC2.md",),
     "ansible-playbook -i inventory/ec2_cluster.yml playbooks/teardown.yml": ("README.md", "docs/EC2.md"),
     "ansible-playbook playbooks/teardown.yml -e ec2_cluster_name=amx-demo -e ec2_cluster_region=eu-west-1": (
         "docs/EC2.md",
@@ -111,6 +114,10 @@ NOT_HERE: Dict[str, str] = {
     "launch line as train.yml writes it on the master of a configured cluster, shown to compare",
     '-e train_mpi=intel -e \'{"torch_stack_extra_packages": ["impi-rt"]}\'': "options to add to train.yml, not a "
     "command of their own",
+    "pip download --no-deps --only-binary=:all: --python-version 3.8 --platform linux_x86_64 -d ~/amx-wheels \\": (
+        "needs PyTorch's CPU index and Intel's wheel page, which cannot be reached here; test_stack_sources.py "
+        "serves the same wheels from a folder through torch_stack_find_links"
+    ),
 }
 
 # The two settings a local EC2 API needs in the copy where the real-account commands run (see the module's text).
@@ -348,6 +355,12 @@ def test_cloud_commands(moto, doc_env, tmp_path):
     graph = run("ansible-inventory -i inventory/ec2_cluster.yml --graph")
     for name in ("master", "node1", "node2", "node3"):
         assert f"|--{name}\n" in graph, graph
+    # EC2.md "Autostop and status": the idle time changed on the running cluster, then its status.
+    provision = "ansible-playbook -i inventory/ec2_cluster.yml playbooks/provision.yml"
+    run(f"{provision} -e ec2_cluster_admin_cidr=203.0.113.7/32 \\")
+    status = run("ansible-playbook -i inventory/ec2_cluster.yml playbooks/status.yml")
+    for name in ("master", "node1", "node2", "node3"):
+        assert name in status, status[-3000:]
     run("ansible-playbook -i inventory/ec2_cluster.yml playbooks/teardown.yml")
     assert set(cluster_instances(ec2("eu-west-1"), "amx-demo")) == {"terminated"}
     # The other teardown of EC2.md, without the inventory file: finds nothing left, changes nothing.
