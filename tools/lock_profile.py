@@ -106,7 +106,7 @@ def resolve(uv: str, profile_name: str, profile: Dict, python: str) -> str:
 
 
 def main(argv: Sequence[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("profile", help="a profile of roles/torch_stack/vars/profiles.yml that has a lock")
     parser.add_argument("--python", action="append", help="a major.minor of the profile's range (repeatable)")
     beside = pathlib.Path(sys.executable).parent / "uv"  # installed into this virtualenv

@@ -128,10 +128,10 @@ def tcmalloc_library_path(preset: dict) -> str:
     )
     configure = TCMALLOC_ROLE / "tasks" / "configure.yml"
     host.set_fact(configure, "Pick the tcmalloc library for this architecture")
-    stat_task, _ = find_task(configure, "Resolve the library file")
+    stat_task = find_task(configure, "Resolve the library file")[0]
     chosen = host.render(stat_task["ansible.builtin.stat"]["path"], stat_task.get("vars"))
     # The stat's path is the pick; publish it as the role does (tcmalloc_library_path: stat.path).
-    publish, _ = find_task(configure, "Publish the tcmalloc path")
+    publish = find_task(configure, "Publish the tcmalloc path")[0]
     host.vars["__tcmalloc_stat"] = {"stat": {"path": chosen, "lnk_source": chosen}}
     return host.render(publish["ansible.builtin.set_fact"]["tcmalloc_library_path"])
 
@@ -201,11 +201,11 @@ def render_role(preset: dict, recipe_stack: dict) -> dict:
     host.set_fact(tasks / "script_args.yml", "Build the training script's arguments", job_args)
     job = host.set_fact(tasks / "prepare.yml", "Render the launch of the job and of the smoke test")
     # single_node.yml: its own arguments, layout, dialect and launch.
-    include, _ = find_task(tasks / "single_node.yml", "Build the single-node check's arguments")
+    include = find_task(tasks / "single_node.yml", "Build the single-node check's arguments")[0]
     host.set_fact(tasks / "script_args.yml", "Build the training script's arguments", include["vars"])
     host.set_fact(tasks / "single_node.yml", "Lay out one process on the master and pick its flags")
     single = host.set_fact(tasks / "single_node.yml", "Render the single-node check's launch")
-    written, _ = find_task(tasks / "single_node.yml", "Write the single-node check's launch script")
+    written = find_task(tasks / "single_node.yml", "Write the single-node check's launch script")[0]
     return {
         "job": job["__train_launch"],
         "smoke": job["__train_smoke_launch"],

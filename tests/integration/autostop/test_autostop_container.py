@@ -212,7 +212,7 @@ def test_an_interactive_ssh_login_keeps_the_node(node, installed):
     )
     try:
         busy = {}
-        for _ in range(50):  # the login takes a moment
+        for _attempt in range(50):  # the login takes a moment
             busy = check(node, 5000, time.time() + 5000)
             if busy["reason"].startswith("busy"):
                 break
