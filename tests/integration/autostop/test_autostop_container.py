@@ -24,14 +24,12 @@ import re
 import shutil
 import subprocess
 import time
-import uuid
 from typing import Dict, List
 
 import pytest
+from docker_node import VENV_BIN, docker_node, run
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-TOOLS = REPO / "tests" / "cluster"
-VENV_BIN = REPO / ".venv" / "bin"
 SCRIPT = "/usr/local/libexec/amx-cluster-autostop.py"
 UNITS = ("/etc/systemd/system/amx-cluster-autostop.service", "/etc/systemd/system/amx-cluster-autostop.timer")
 CONFIG = "/etc/amx-cluster/autostop.json"
@@ -58,40 +56,10 @@ PLAY = """
 """
 
 
-def run(argv: List[str], timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if check and done.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return done
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    if shutil.which("docker") is None or run(["docker", "info"], check=False).returncode != 0:
-        pytest.skip("no Docker engine answers here (`make docker` starts one): the test needs a node container")
-    if not (VENV_BIN / "ansible-playbook").exists():
-        pytest.skip(f"ansible-playbook is not in {VENV_BIN}: run `make setup` first")
-    folder = tmp_path_factory.mktemp("autostop")
-    image = run(["bash", str(TOOLS / "node-image.sh")], timeout=900).stdout.strip().splitlines()[-1]
-    name = f"amx-autostop-{uuid.uuid4().hex[:8]}"
-    run(["docker", "run", "-d", "--name", name, "--label", "amx-cluster-test=autostop", image])
-    (folder / "play.yml").write_text(PLAY)
-    inventory = {
-        "all": {
-            "hosts": {
-                "node": {
-                    "ansible_connection": "community.docker.docker",
-                    "ansible_host": name,
-                    "ansible_python_interpreter": "/usr/bin/python3",
-                }
-            }
-        }
-    }
-    (folder / "inventory.json").write_text(json.dumps(inventory))
-    try:
-        yield {"name": name, "folder": folder}
-    finally:
-        run(["docker", "rm", "-f", name], check=False)
+    with docker_node(tmp_path_factory.mktemp("autostop"), "autostop", PLAY) as started:
+        yield started
 
 
 def playbook(node, *extra: str, ok: bool = True) -> subprocess.CompletedProcess:

@@ -14,16 +14,13 @@ from __future__ import annotations
 import json
 import pathlib
 import re
-import shutil
 import subprocess
-import uuid
-from typing import Dict, List
+from typing import Dict
 
 import pytest
+from docker_node import VENV_BIN, docker_node, run
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-TOOLS = REPO / "tests" / "cluster"
-VENV_BIN = REPO / ".venv" / "bin"
 STAMP = "/var/lib/amx-cluster/stamps/tcmalloc.json"
 FULL_STEP = "TASK [amx.cluster.tcmalloc : Read the linker cache]"
 
@@ -41,40 +38,10 @@ PLAY = """
 """
 
 
-def run(argv: List[str], timeout: int = 300, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
-    if check and done.returncode != 0:
-        raise AssertionError(f"{' '.join(argv)}: exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-    return done
-
-
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    if shutil.which("docker") is None or run(["docker", "info"], check=False).returncode != 0:
-        pytest.skip("no Docker engine answers here (`make docker` starts one): the test needs a node container")
-    if not (VENV_BIN / "ansible-playbook").exists():
-        pytest.skip(f"ansible-playbook is not in {VENV_BIN}: run `make setup` first")
-    folder = tmp_path_factory.mktemp("stamp")
-    image = run(["bash", str(TOOLS / "node-image.sh")], timeout=900).stdout.strip().splitlines()[-1]
-    name = f"amx-stamp-{uuid.uuid4().hex[:8]}"
-    run(["docker", "run", "-d", "--name", name, "--label", "amx-cluster-test=node-stamp", image])
-    (folder / "play.yml").write_text(PLAY)
-    inventory = {
-        "all": {
-            "hosts": {
-                "node": {
-                    "ansible_connection": "community.docker.docker",
-                    "ansible_host": name,
-                    "ansible_python_interpreter": "/usr/bin/python3",
-                }
-            }
-        }
-    }
-    (folder / "inventory.json").write_text(json.dumps(inventory))
-    try:
-        yield {"name": name, "folder": folder}
-    finally:
-        run(["docker", "rm", "-f", name], check=False)
+    with docker_node(tmp_path_factory.mktemp("stamp"), "stamp", PLAY) as started:
+        yield started
 
 
 def playbook(node, *extra: str) -> subprocess.CompletedProcess:
