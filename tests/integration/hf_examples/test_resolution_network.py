@@ -32,7 +32,8 @@ from ansible_collections.amx.cluster.plugins.module_utils import stack_profile a
 
 pytestmark = [pytest.mark.network, pytest.mark.slow]
 
-# torch's own dependencies (names only: the real ones come from the package index).
+# torch's own dependencies (names only: the real ones come from the package index), by release (the profiles pin
+# the CPU build, X.Y.Z+cpu).
 TORCH_DEPS = {
     "1.13.0": ["typing-extensions"],
     "2.7.0": ["filelock", "typing-extensions>=4.10.0", "sympy>=1.13.3", "networkx", "jinja2", "fsspec"],
@@ -56,9 +57,10 @@ def cpu_index(tmp_path_factory):
     folder = tmp_path_factory.mktemp("pytorch-cpu")
     for profile, (python, _glibc) in NODES.items():
         version = resolved(profile)["pins"]["torch"]
+        release = version.split("+")[0]
         tag_python = "cp" + sp.major_minor(python).replace(".", "")
-        tag = f"{tag_python}-{tag_python}-{'linux_x86_64' if version == '1.13.0' else 'manylinux_2_28_x86_64'}"
-        wheel(folder, "torch", f"{version}+cpu", TORCH_DEPS[version], tag)
+        tag = f"{tag_python}-{tag_python}-{'linux_x86_64' if release == '1.13.0' else 'manylinux_2_28_x86_64'}"
+        wheel(folder, "torch", version, TORCH_DEPS[release], tag)
     index = SimpleIndex(folder)
     yield index.url
     index.close()
@@ -103,7 +105,7 @@ def resolutions(cpu_index, tmp_path_factory):
 def test_the_examples_requirements_resolve_on_the_real_index(profile, resolutions):
     picked = resolutions[profile]
     pins = resolved(profile)["pins"]
-    assert picked["torch"] == pins["torch"] + "+cpu"
+    assert picked["torch"] == pins["torch"] and pins["torch"].endswith("+cpu")
     for name in ("accelerate", "datasets", "evaluate"):
         assert name in picked
         if name in pins:
