@@ -84,10 +84,12 @@ options:
     type: list
     elements: str
     default: [stopping, stopped]
+    version_added: 0.2.0
   stopped_group:
     description: The group of the nodes in O(stopped_states) (an autostop stopped them, or a user).
     type: str
     default: stopped
+    version_added: 0.2.0
   page_size:
     description: Instances asked for per DescribeInstances call (5 to 1000).
     type: int

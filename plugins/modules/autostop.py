@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: autostop
 short_description: Install, remove or read a node's autostop (shut down after some minutes idle)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - With O(state=present), installs on the node the autostop checker (the source of the collection's
     C(module_utils/autostop.py), as C(/usr/local/libexec/amx-cluster-autostop.py)), its settings

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: cluster_status
 short_description: Put together the status of a cluster from what its nodes and the inventory said
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - For C(playbooks/status.yml), on the controller. Takes, for every node, its EC2 state, instance type and launch
     time (the M(amx.cluster.ec2_cluster) inventory's C(ec2_*) variables) and the result of

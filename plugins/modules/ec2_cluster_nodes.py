@@ -51,6 +51,7 @@ options:
       - The autostop and the maximum lifetime of the C(amx.cluster.ec2_cluster) role rely on it.
     type: str
     choices: [stop, terminate]
+    version_added: 0.2.0
 notes:
   - Supports check mode; in check mode no tag or attribute is written, and the result says whether one would be.
   - An instance tagged with the cluster but with a role other than C(master) or C(worker) is listed in RV(ignored).

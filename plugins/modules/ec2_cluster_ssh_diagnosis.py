@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: ec2_cluster_ssh_diagnosis
 short_description: Fail with the likely causes when new nodes of an amx.cluster EC2 cluster do not answer SSH
-version_added: 0.1.0
+version_added: 0.2.0
 description:
   - Called by the C(ec2_cluster) role after its wait for SSH on new instances failed. Fails with a message that
     names each node that did not answer, its error, and the likely causes, the likeliest first.

@@ -77,6 +77,7 @@ options:
         C(amx) (C(used), C(nodes), C(measured_in)); the report says it under its table. Empty leaves it out.
     type: dict
     default: {}
+    version_added: 0.2.0
   title:
     description: Title of the Markdown document and of the plot.
     type: str

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: stack_sources
 short_description: Check that every pinned wheel is listed where a stack profile looks for it
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Reads, once each, the pages where the profiles of O(checks) look for their pinned wheels (the PEP 503 page
     C(<index>/<normalised-name>/) of each pinned package on each index, each find-links page or folder) and says,
