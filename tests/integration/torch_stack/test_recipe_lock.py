@@ -32,6 +32,7 @@ import textwrap
 
 import pytest
 from ansible_env import ansible_env
+from node_python import node_python
 from standin_index import wheel
 from standin_torch import INIT as TORCH_INIT
 
@@ -42,7 +43,6 @@ pytestmark = [pytest.mark.slow, pytest.mark.network]
 REPO = pathlib.Path(__file__).resolve().parents[3]
 VENV_BIN = REPO / ".venv" / "bin"
 LOCK = REPO / "roles" / "torch_stack" / "files" / "locks" / "recipe-2022" / "py3.8.txt"
-PYENV = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv")) / "versions"
 UBUNTU_2004_PIP = "20.0.2"
 
 PLAY = """
@@ -80,11 +80,6 @@ ERA_CHECK = textwrap.dedent(
     }))
     """
 )
-
-
-def node_python():
-    found = sorted(PYENV.glob("3.8.*/bin/python3.8"))
-    return found[-1] if found else None
 
 
 def pip_env(top: pathlib.Path) -> dict:

@@ -24,6 +24,7 @@ from typing import Dict, List
 import pytest
 import yaml
 from net import free_port
+from node_python import node_python
 from standin_index import SimpleIndex, wheel
 
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
@@ -45,7 +46,6 @@ _helpers = _bad_input_helpers()
 LOCAL, assert_refused, cluster = _helpers.LOCAL, _helpers.assert_refused, _helpers.cluster
 fold, run_in_folder = _helpers.fold, _helpers.run_in_folder
 
-PYENV = pathlib.Path("/root/.pyenv/versions")
 REPO = pathlib.Path(__file__).resolve().parents[3]
 PROFILES = yaml.safe_load((REPO / "roles" / "torch_stack" / "vars" / "profiles.yml").read_text())
 RECIPE_PINS = sp.resolve_profile(PROFILES["__torch_stack_profiles"], "recipe-2022")["pins"]
@@ -60,11 +60,6 @@ PLAY = """
         name: amx.cluster.torch_stack
         tasks_from: preflight
 """
-
-
-def node_python():
-    found = sorted(PYENV.glob("3.8.*/bin/python3.8"))
-    return found[-1] if found else None
 
 
 class Counted(SimpleIndex):

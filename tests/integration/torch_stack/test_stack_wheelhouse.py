@@ -25,6 +25,7 @@ import tarfile
 
 import pytest
 from ansible_env import ansible_env
+from node_python import node_python
 from standin_index import wheel
 
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
@@ -32,7 +33,6 @@ from ansible_collections.amx.cluster.plugins.module_utils import stack_profile a
 REPO = pathlib.Path(__file__).resolve().parents[3]
 VENV_BIN = REPO / ".venv" / "bin"
 PROBE = REPO / "roles" / "torch_stack" / "files" / "probe_python.py"
-PYENV = pathlib.Path(os.environ.get("PYENV_ROOT", pathlib.Path.home() / ".pyenv")) / "versions"
 
 PLAY = """
 - hosts: all
@@ -43,11 +43,6 @@ PLAY = """
         name: amx.cluster.torch_stack
         tasks_from: install_wheelhouse
 """
-
-
-def node_python():
-    found = sorted(PYENV.glob("3.8.*/bin/python3.8"))
-    return found[-1] if found else None
 
 
 @pytest.fixture(scope="module")
