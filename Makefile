@@ -84,7 +84,7 @@ bench-smoke: setup
 	@out=$$(mktemp -d) && python bench/inventory_bench.py --sizes 4 --runs 1 --out $$out && rm -rf $$out
 
 build: setup
-	ansible-galaxy collection build --force --output-path .cache/dist
+	bash tools/build-collection.sh .cache/dist
 
 # Two checks at once, longest first: tests/run-checks.sh starts the next check whenever one ends, so the fleet
 # scenario and the integration suite start together and the short checks fill in behind them (one molecule scenario

@@ -9,8 +9,32 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-ansible-galaxy collection build --force --output-path "$work/dist" "$top" >/dev/null
-tarball=$(ls "$work"/dist/amx-cluster-*.tar.gz)
+tarball=$(bash "$top/tools/build-collection.sh" "$work/dist")
+
+# Only what an installed collection uses: its content, its docs and release notes, the controller's requirements.
+allowed="CHANGELOG.rst COPYING FILES.json MANIFEST.json README.md bindep.txt changelogs docs inventory meta playbooks
+plugins requirements.txt roles"
+for name in $(tar tzf "$tarball" | cut -d/ -f1 | sort -u); do
+  if ! grep -qw -- "$name" <<<"$allowed"; then
+    echo "build-install: $name is in the tarball: an installed collection does not use it (galaxy.yml build_ignore)" >&2
+    exit 1
+  fi
+done
+for dev in ansible.cfg .ansible-lint .yamllint changelogs/fragments changelogs/config.yaml inventory/local.yml; do
+  if tar tzf "$tarball" | grep -qx -- "$dev/\?"; then
+    echo "build-install: $dev is in the tarball; add it to build_ignore in galaxy.yml" >&2
+    exit 1
+  fi
+done
+# Files the checkout holds but git does not track (a user's inventory from docs/EC2.md's walk-through, a scratch
+# module) stay out: built from a clone of this checkout that has two such files.
+git clone --quiet --no-hardlinks "$top" "$work/clone"
+touch "$work/clone/try.ec2_cluster.yml" "$work/clone/plugins/modules/scratch.py"
+untracked_build=$(bash "$top/tools/build-collection.sh" "$work/untracked" "$work/clone")
+if tar tzf "$untracked_build" | grep -E '^(try\.ec2_cluster\.yml|plugins/modules/scratch\.py)$'; then
+  echo "build-install: files git does not track went into the tarball (tools/build-collection.sh)" >&2
+  exit 1
+fi
 
 printf '[defaults]\ncollections_path = %s/collections\n' "$work" >"$work/ansible.cfg"
 export ANSIBLE_CONFIG="$work/ansible.cfg"

@@ -28,3 +28,15 @@ mkdir -p "$dest"
 cd "$dest"
 git init -q . && git add -A >/dev/null
 ansible-test sanity --python 3.11 --color no "$@"
+
+# Node-side code (modules and module_utils) runs on the nodes' Python, down to the recipe's 3.8 (Ubuntu 20.04):
+# ansible-test's compile test with that Python, which pyenv provides on these machines.
+if [ $# -eq 0 ]; then
+  python38=$(find "${PYENV_ROOT:-$HOME/.pyenv}/versions" -maxdepth 1 -name '3.8.*' 2>/dev/null | sort -V | tail -n 1)
+  if [ -z "$python38" ]; then
+    echo "sanity: no CPython 3.8 found (pyenv's, under ${PYENV_ROOT:-$HOME/.pyenv}/versions): install one" \
+      "(pyenv install 3.8) so the node-side code is compiled with the recipe's Python" >&2
+    exit 1
+  fi
+  PATH="$python38/bin:$PATH" ansible-test sanity --test compile --python 3.8 --color no
+fi

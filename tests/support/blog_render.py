@@ -52,8 +52,10 @@ HOSTS = ["amx-master", "amx-worker-1", "amx-worker-2", "amx-worker-3"]
 
 def trusted(value):
     """A value read from the role's YAML as Ansible reads it: its text may be a template."""
-    from ansible.template import trust_as_template
-
+    try:
+        from ansible.template import trust_as_template
+    except ImportError:  # ansible-core before 2.19 templates every string
+        return value
     if isinstance(value, str):
         return trust_as_template(value)
     if isinstance(value, dict):

@@ -181,7 +181,7 @@ def test_check_mode_writes_nothing(tmp_path):
 def test_without_matplotlib_it_writes_json_and_markdown_and_warns(tmp_path):
     dest = tmp_path / "scaling"
     out, task = play(tmp_path, dest, block_matplotlib=True)
-    assert "pip install matplotlib" in out
+    assert "pip install matplotlib" in " ".join(out.split())  # older cores wrap a warning
     assert "[WARNING]" in out
     assert task["plotted"] is False
     assert task["written"] == ["scaling.json", "scaling.md"]

@@ -282,7 +282,8 @@ def test_constructed_options(tmp_path, ec2_stub):
     with stubber:
         inventory = run_plugin(tmp_path, config)
     assert hosts(inventory, "workers") == ["node4"]
-    assert inventory.get_host("node4").vars["rank_hint"] == 8
+    # A number where core templates natively (2.19), its text before.
+    assert str(inventory.get_host("node4").vars["rank_hint"]) == "8"
     assert inventory.get_host("master").vars["ansible_user"] == "ubuntu"
     assert hosts(inventory, "high_index") == ["node4"]
     assert hosts(inventory, "type_r7iz_metal_16xl") == ["master", "node4"]
@@ -319,7 +320,8 @@ def test_other_roles_are_ignored_with_a_warning(tmp_path, ec2_stub, capsys):
     with stubber:
         inventory = run_plugin(tmp_path, BASIC)
     assert hosts(inventory, "cluster") == ["node1"]
-    assert "ignoring instances tagged with cluster 'demo' but neither master nor worker: i-x" in capsys.readouterr().err
+    said = " ".join(capsys.readouterr().err.split())  # older cores wrap a warning at the terminal's width
+    assert "ignoring instances tagged with cluster 'demo' but neither master nor worker: i-x" in said
 
 
 @pytest.mark.parametrize(
