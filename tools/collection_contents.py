@@ -73,7 +73,7 @@ def updated(readme: str, generated: str) -> str:
 
 
 def main(argv: List[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when the README's section is out of date")
     args = parser.parse_args(argv)
     readme = README.read_text()
