@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 name: resume_point
 short_description: The checkpoint a failed training job goes on from, the newest that every node holds
-version_added: 0.1.0
+version_added: 0.2.0
 author: amx.cluster contributors
 description:
   - The newest checkpoint (C(OUTPUT_DIR/checkpoint-STEP/) with its C(trainer_state.json), which transformers'

@@ -7,7 +7,7 @@
 DOCUMENTATION = r"""
 module: wheelhouse_fetch
 short_description: Download wheels for a node into a folder of the controller cache, once
-version_added: 0.1.0
+version_added: 0.2.0
 author:
   - amx.cluster developers (@amx-cluster)
 description:
