@@ -43,13 +43,15 @@ ansible-galaxy collection install --offline --no-deps --force -p "$work/collecti
 installed="$work/collections/ansible_collections/amx/cluster"
 test -f "$installed/MANIFEST.json"
 ansible-galaxy collection list amx.cluster | grep -q "^amx.cluster "
-# The README's offline install: without --no-deps, --offline must find amazon.aws where the `ansible` package put it.
-if ansible-galaxy collection list amazon.aws 2>/dev/null | grep -q "^amazon.aws "; then
+# The README's offline install: without --no-deps, --offline must find the dependencies (galaxy.yml) where the
+# `ansible` package put them.
+if ansible-galaxy collection list amazon.aws 2>/dev/null | grep -q "^amazon.aws " &&
+  ansible-galaxy collection list ansible.posix 2>/dev/null | grep -q "^ansible.posix "; then
   rm -rf "$work/offline"
   printf '[defaults]\ncollections_path = %s/offline\n' "$work" >"$work/ansible.cfg"
   ansible-galaxy collection install --offline -p "$work/offline" "$tarball" >"$work/offline.log" 2>&1 || {
     cat "$work/offline.log" >&2
-    echo "build-install: the offline install (README, Installing) did not resolve amazon.aws" >&2
+    echo "build-install: the offline install (README, Installing) did not resolve its dependencies" >&2
     exit 1
   }
   test -f "$work/offline/ansible_collections/amx/cluster/MANIFEST.json"
