@@ -13,7 +13,7 @@ author: amx.cluster contributors
 description:
   - The newest checkpoint (C(OUTPUT_DIR/checkpoint-STEP/)) that every node of the job holds complete. A folder is
     complete with C(trainer_state.json), C(optimizer.pt), C(scheduler.pt), a random state, the model's weights on the
-    master (one file, or an index and all its shards), and every file the node's other complete checkpoints hold:
+    master (one file, or an index and all its shards), and every file the node's other complete checkpoints hold;
     a save cut short, or a rotation (C(save_total_limit)) stopped halfway, leaves a folder that is passed over.
   - The rules are in plugins/module_utils/checkpoints.py.
 options:
