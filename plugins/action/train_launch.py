@@ -9,7 +9,9 @@ On the controller it hashes the launch's inputs (plugin_utils/launch_inputs.py).
 over the cluster's SSH mesh and, when every node is as it was, makes the new run's folders; then the job starts and
 is followed under amx.cluster.train_job (a long poll), and its last answer carries the run's files, which land in
 the controller's results folder with run.json. Any difference hands over to the full path, which runs every role
-and gate with their own messages; this action never fails for a difference, only for a job that failed.
+and gate with their own messages; this action never fails for a difference, only for a job that failed. A job that
+failed removes the plan (launch_plan.plan_survives), so that the next launch takes the full path with its checks
+instead of repeating the failure in one step.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
-from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import run_record
+from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import plan_survives, run_record
 from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import (
     cluster_hosts,
     forced,
@@ -97,7 +99,12 @@ class ActionModule(ActionBase):
             "are in launch.sh there",
             bundle=True,
         )
-        done = self._train_job(job_args, task_vars, plan["user"]["name"])
+        try:
+            done = self._train_job(job_args, task_vars, plan["user"]["name"])
+        except Exception:
+            self._forget_plan(inputs, args["plan_dir"], "the job could not be followed to its end", task_vars)
+            raise
+        self._settle_plan(done, inputs, args["plan_dir"], task_vars)
         bundle = done.pop("bundle", None)
         files = unpack(bundle, results_dir) if bundle else []
         metrics = read_json(os.path.join(results_dir, "metrics.json"))
@@ -144,6 +151,25 @@ class ActionModule(ActionBase):
         if failed:
             result["failed"] = True
         return result
+
+    def _settle_plan(self, done: Any, inputs: str, plan_dir: str, task_vars: Dict[str, Any]) -> bool:
+        """After the job: keep the plan for the next launch only when the job passed (plan_survives)."""
+        keep, why = plan_survives(done)
+        if not keep:
+            self._forget_plan(inputs, plan_dir, why, task_vars)
+        return keep
+
+    def _forget_plan(self, inputs: str, plan_dir: str, why: str, task_vars: Dict[str, Any]) -> None:
+        """Remove the plan of these inputs: the next launch takes the full path, whose checks say what is wrong."""
+        removed = self._execute_module(
+            module_name="amx.cluster.launch_plan",
+            module_args={"state": "absent", "inputs": inputs, "plan_dir": plan_dir},
+            task_vars=task_vars,
+        )
+        if removed.get("failed"):
+            display.warning(f"one-step launch: could not remove the plan ({removed.get('msg')})")
+            return
+        self._say(f"{why}: the plan is removed, the next launch with these settings takes the full path")
 
     def _train_job(self, job_args: Dict[str, Any], task_vars: Dict[str, Any], user: str) -> Dict[str, Any]:
         """amx.cluster.train_job's action with these arguments, on this connection, as the training user."""

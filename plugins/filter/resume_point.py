@@ -11,8 +11,10 @@ short_description: The checkpoint a failed training job goes on from, the newest
 version_added: 0.2.0
 author: amx.cluster contributors
 description:
-  - The newest checkpoint (C(OUTPUT_DIR/checkpoint-STEP/) with its C(trainer_state.json), which transformers'
-    Trainer writes last) that every node of the job holds.
+  - The newest checkpoint (C(OUTPUT_DIR/checkpoint-STEP/)) that every node of the job holds complete. A folder is
+    complete with C(trainer_state.json), C(optimizer.pt), C(scheduler.pt), a random state, the model's weights on the
+    master (one file, or an index and all its shards), and every file the node's other complete checkpoints hold;
+    a save cut short, or a rotation (C(save_total_limit)) stopped halfway, leaves a folder that is passed over.
   - The rules are in plugins/module_utils/checkpoints.py.
 options:
   _input:
@@ -28,20 +30,27 @@ options:
 """
 
 EXAMPLES = r"""
+- name: Look for the checkpoints on each node
+  ansible.builtin.find:
+    paths: /runs/r1/output
+    recurse: true
+    depth: 2
+  register: found
+
 - name: Choose the checkpoint the job resumes from
   ansible.builtin.set_fact:
     resume: >-
-      {{ {'master': ['/runs/r1/output/checkpoint-40/trainer_state.json'],
-          'worker1': ['/runs/r1/output/checkpoint-40/trainer_state.json']}
+      {{ dict(groups['cluster'] | zip(groups['cluster'] | map('extract', hostvars, ['found', 'files'])))
          | amx.cluster.resume_point('/runs/r1/output') }}
-  # resume.step == 40, resume.checkpoint == '/runs/r1/output/checkpoint-40'
+  # resume.step == 40, resume.checkpoint == '/runs/r1/output/checkpoint-40' when every node holds it complete
 """
 
 RETURN = r"""
 _value:
   description:
     - V(step) and V(checkpoint) of the newest checkpoint on every node (both null when no node holds one), V(steps)
-      (the complete checkpoints' steps by node), V(missing) (by node, the names of the master's files of that
+      (the complete checkpoints' steps by node), V(incomplete) (a sentence for each checkpoint folder of a node that
+      lacks files, passed over), V(missing) (by node, the names of the master's files of that
       checkpoint the node lacks, never a rank's random state) and V(problems) (sentences naming the nodes when some
       hold checkpoints and others none of the same step).
   type: dict

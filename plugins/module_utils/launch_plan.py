@@ -30,19 +30,20 @@ __all__ = [
     "parse_plan",
     "plan_digest",
     "plan_fresh",
+    "plan_survives",
     "plan_text",
     "run_record",
     "template_run",
 ]
 
-PLAN_VERSION = 1
+# 2: no maximum age (a plan holds while its fingerprints do).
+PLAN_VERSION = 2
 # The only place a run's id is a value of its own: the environment variable that names the run to its ranks.
 RUN_ID_KEYS = ("AMX_CLUSTER_RUN_ID",)
 PLAN_KEYS = (
     "version",
     "inputs",
     "written",
-    "max_age",
     "user",
     "run_root",
     "source_run_dir",
@@ -139,21 +140,29 @@ def parse_plan(text: str) -> Dict[str, Any]:
 
 
 def plan_fresh(plan: Mapping[str, Any], inputs: str, now: float) -> Tuple[bool, str]:
-    """(usable, reason): the plan is of these inputs, and between 0 and its maximum age old."""
+    """(usable, reason): the plan is of these inputs. Its age decides nothing (no clock decides alone): a plan
+    holds as long as every node gives its fingerprint and the smoke test's record holds, which check_plan asks
+    next; ``now`` only says, in the reason, how long ago the full launch passed."""
     if plan.get("inputs") != inputs:
         return False, "the plan was written for other inputs"
-    written, max_age = plan.get("written"), plan.get("max_age")
-    for name, value in (("written", written), ("max_age", max_age)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            return False, f"the plan's {name} is not a number"
-    age = now - float(written)
-    if age < -60:
-        return False, "the plan is dated in the future (the clock moved back)"
-    if max_age <= 0:
-        return False, "the one-step launch is turned off (train_fast_launch_max_age is 0)"
-    if age > max_age:
-        return False, f"the last full launch is {int(age)} s old, more than train_fast_launch_max_age ({max_age} s)"
-    return True, f"the last full launch with these settings passed {max(int(age), 0)} s ago"
+    written = plan.get("written")
+    if isinstance(written, bool) or not isinstance(written, (int, float)) or not math.isfinite(written):
+        return False, "the plan's written is not a number"
+    return True, f"the last full launch with these settings passed {max(int(now - float(written)), 0)} s ago"
+
+
+def plan_survives(job: Optional[Mapping[str, Any]]) -> Tuple[bool, str]:
+    """(keep, reason): whether the plan may serve the next launch after a job it launched. A job that failed (a
+    non-zero exit, a failed or unknown state, no answer) removes it: the next launch then takes the full path,
+    whose gates and smoke test say why, instead of repeating the failure in one step."""
+    if not isinstance(job, Mapping):
+        return False, "the job gave no answer"
+    if job.get("failed") or job.get("job_failed", True):
+        rc = job.get("rc")
+        return False, "the job failed" + (f" (exit code {rc})" if rc not in (None, 0) else "")
+    if job.get("rc") != 0:
+        return False, f"the job ended with exit code {job.get('rc')!r}"
+    return True, "the job passed"
 
 
 def node_changes(

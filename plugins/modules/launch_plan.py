@@ -17,20 +17,26 @@ description:
     digest) - the launch as a template of the run, each node's probe and fingerprint, the smoke test's fingerprint
     and the static part of the run's record.
   - "With O(state=check), reads the plan of O(inputs) and says whether the next launch may start in one step
-    (RV(ready)) or why not (RV(reason)): the plan must be intact, of these inputs and younger than its maximum age;
-    the smoke test's record must still hold; every node, probed again in parallel, must give the plan's
-    fingerprint (its boot id, kernel, the SSH files and the hostfile, the stack's manifest and virtualenv, tcmalloc,
-    the launcher's packages, the role's scripts, the data set), have no folder for the new run and no process of
-    an earlier run. When it may, and O(prepare=true), it makes the new run's folder on every node with the role's
-    scripts and writes its C(launch.sh) on the master."
+    (RV(ready)) or why not (RV(reason)): the plan must be intact and of these inputs (its age decides nothing: it
+    holds as long as the fingerprints do); the smoke test's record must still hold; every node, probed again in
+    parallel, must give the plan's fingerprint (its boot id, kernel, the SSH files and the hostfile, the stack's
+    manifest and virtualenv, tcmalloc, the launcher's packages, the role's scripts, the data set), have no folder
+    for the new run and no process of an earlier run. When it may, and O(prepare=true), it makes the new run's
+    folder on every node with the role's scripts and writes its C(launch.sh) on the master."
+  - With O(state=absent), removes the plan of O(inputs) after a job that failed (started in one step or on the full
+    path), so that the next launch takes the full path, with its gates and smoke test.
   - The probe is the collection's C(node_probe) module_utils file, run with the node's training Python.
+  - The folder keeps the newest 16 plans (of other inputs, such as other settings or other checkouts); older ones
+    are removed when a plan is written.
 author:
   - amx.cluster developers (@amx-cluster)
 options:
   state:
-    description: C(present) writes the plan after a full launch, C(check) reads it before the next one.
+    description:
+      - C(present) writes the plan after a full launch, C(check) reads it before the next one, C(absent) removes it
+        after a job that failed.
     type: str
-    choices: [present, check]
+    choices: [present, check, absent]
     default: check
   inputs:
     description: The hash of the launch's inputs (the C(amx.cluster.train_launch) action computes it on the controller).
@@ -42,7 +48,7 @@ options:
     default: /var/lib/amx-cluster/launch
   plan:
     description:
-      - With O(state=present), what the full launch ran with. Keys C(max_age), C(user) (C(name), C(uid), C(gid),
+      - With O(state=present), what the full launch ran with. Keys C(user) (C(name), C(uid), C(gid),
         C(home)), C(run_root), C(run_files) (the role's scripts, copied into a new run's folder), C(nodes)
         (C(alias), C(name), C(python), C(spec), the probe), C(smoke) (C(record), C(fingerprint), C(max_age)),
         C(launch) (the arguments of the launch's rendering), C(job) (C(args) - the arguments of
@@ -95,6 +101,10 @@ written:
   description: With O(state=present), whether a plan was written.
   returned: always
   type: bool
+removed:
+  description: With O(state=absent), whether there was a plan to remove.
+  returned: always
+  type: bool
 plan_path:
   description: The plan's file on the master.
   returned: always
@@ -136,6 +146,7 @@ smoke_figures:
 """
 
 # Ansible modules import after their documentation (validate-modules checks it).
+import contextlib
 import inspect
 import json
 import os
@@ -151,6 +162,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, r
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import RUN_ID
 from ansible_collections.amx.cluster.plugins.module_utils.launch import LaunchError, launch_command
 from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
+    PLAN_VERSION,
     PlanError,
     fill_run,
     launch_problems,
@@ -163,10 +175,13 @@ from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import smoke_test_due
 
 INPUTS = re.compile(r"[0-9a-f]{64}\Z")
+# Plans kept in the folder, the newest by when they were written or last used (a count, not an age: no clock decides
+# whether a plan holds).
+PLANS_KEPT = 16
 # A folder no run has: the launch filled with it must no longer name the run's own folder.
 ELSEWHERE = "/nonexistent/amx-cluster-plan-check"
 # What the role gives with state=present.
-PLAN_PARTS = ("max_age", "user", "run_root", "run_files", "nodes", "smoke", "launch", "job", "record")
+PLAN_PARTS = ("user", "run_root", "run_files", "nodes", "smoke", "launch", "job", "record")
 
 
 class PlanModuleError(Exception):
@@ -263,10 +278,9 @@ def write_plan(params, plan_path):
     if failed:
         return {"written": False, "reason": "the probe failed on " + "; ".join(failed)}
     plan = {
-        "version": 1,
+        "version": PLAN_VERSION,
         "inputs": params["inputs"],
         "written": time.time(),
-        "max_age": int(plan_in["max_age"]),
         "user": plan_in["user"],
         "run_root": plan_in["run_root"],
         "source_run_dir": run_dir,
@@ -280,21 +294,31 @@ def write_plan(params, plan_path):
     text = plan_text(plan)
     os.makedirs(params["plan_dir"], mode=0o700, exist_ok=True)
     write_atomically(plan_path, text, mode=0o600, prefix=".plan-")
-    prune(params["plan_dir"], plan_path, plan["max_age"])
+    prune(params["plan_dir"], plan_path)
     return {"written": True, "reason": f"plan written for the next launch with these settings ({len(nodes)} nodes)"}
 
 
-def prune(plan_dir, keep, max_age):
-    """Plans of other inputs that are past their age are of no use: remove them (only the collection's own)."""
+def prune(plan_dir, keep, kept=PLANS_KEPT):
+    """Keep the newest plans of the folder (only the collection's own files): each is a few kilobytes, but every
+    change of settings gives a new one."""
+    plans = []
     for name in os.listdir(plan_dir):
         path = os.path.join(plan_dir, name)
         if path == keep or not re.fullmatch(r"[0-9a-f]{64}\.json", name):
             continue
-        try:
-            if time.time() - os.lstat(path).st_mtime > max(max_age, 0):
-                os.unlink(path)
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            plans.append((os.lstat(path).st_mtime, path))
+    for _mtime, path in sorted(plans, reverse=True)[max(kept - 1, 0) :]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def remove_plan(plan_path):
+    try:
+        os.unlink(plan_path)
+    except FileNotFoundError:
+        return {"removed": False, "reason": "no plan of these inputs"}
+    return {"removed": True, "reason": "plan removed: the next launch with these settings takes the full path"}
 
 
 def check_plan(params, plan_path, check_mode):
@@ -339,6 +363,8 @@ def check_plan(params, plan_path, check_mode):
     launch = render(plan["launch"], run_dir, run_id)
     if params["prepare"]:
         prepare(plan, nodes, run_dir, launch["script"], ssh_options, params["timeout"])
+        # A plan in use is among the newest that prune keeps.
+        os.utime(plan_path)
     return {
         "ready": True,
         "changed": bool(params["prepare"]),
@@ -384,7 +410,7 @@ def prepare(plan, nodes, run_dir, script, ssh_options, timeout):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["present", "check"], default="check"),
+            state=dict(type="str", choices=["present", "check", "absent"], default="check"),
             inputs=dict(type="str", required=True),
             plan_dir=dict(type="path", default="/var/lib/amx-cluster/launch"),
             plan=dict(type="dict", default={}),
@@ -403,12 +429,19 @@ def main():
         if params["state"] == "present":
             result = {"written": False, "reason": "check mode"} if module.check_mode else write_plan(params, plan_path)
             result.setdefault("ready", False)
+        elif params["state"] == "absent":
+            if module.check_mode:
+                result = {"removed": os.path.lexists(plan_path), "reason": "check mode"}
+            else:
+                result = remove_plan(plan_path)
+            result.update(ready=False, written=False, changed=result["removed"])
         else:
             result = check_plan(params, plan_path, module.check_mode)
             result.setdefault("written", False)
     except (PlanModuleError, PlanError, LaunchError, OSError) as exc:
         module.fail_json(msg=f"launch_plan: {exc}", plan_path=plan_path)
     result.setdefault("changed", bool(result.get("written")))
+    result.setdefault("removed", False)
     module.exit_json(plan_path=plan_path, **result)
 
 

@@ -212,8 +212,8 @@ CASES = [
     pytest.param(
         TrainCase(
             "train-smoke-test-max-age-negative",
-            {"train_smoke_test_max_age": -1, "train_fast_launch_max_age": -2},
-            ("localhost: ", "train_smoke_test_max_age >= 0", "got -1", "train_fast_launch_max_age >= 0", "got -2"),
+            {"train_smoke_test_max_age": -1},
+            ("localhost: ", "train_smoke_test_max_age >= 0", "got -1"),
         ),
         id="train-smoke-test-max-age-negative",
     ),

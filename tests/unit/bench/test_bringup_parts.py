@@ -171,7 +171,7 @@ ok: [amx-bench-1-r1p-master]
 TASK [amx.cluster.train : Say whether the next launch can start in one step] ***
 ok: [amx-bench-1-r1p-master] => {
     "msg": "One-step launch: the next train.yml with these settings starts in one step while the cluster stays as \
-it is (train_fast_launch_max_age 86400 s)."
+it is."
 }
 """
 NO_PLAN_OUTPUT = """\

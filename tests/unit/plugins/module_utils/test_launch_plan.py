@@ -19,6 +19,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import (
     node_changes,
     parse_plan,
     plan_fresh,
+    plan_survives,
     plan_text,
     run_record,
     template_run,
@@ -54,10 +55,9 @@ def launch_inputs(run_dir: str, run_id: str) -> dict:
 
 def plan(**changes) -> dict:
     base = {
-        "version": 1,
+        "version": 2,
         "inputs": INPUTS,
         "written": 1000.0,
-        "max_age": 86400,
         "user": {"name": "mlops", "uid": 1001, "gid": 1001, "home": "/home/mlops"},
         "run_root": "/home/mlops/amx-cluster-runs",
         "source_run_dir": RUN_DIR,
@@ -144,8 +144,9 @@ def test_a_plan_reads_back():
 @pytest.mark.parametrize(
     "edit, reason",
     [
-        (lambda text: text.replace('"max_age": 86400', '"max_age": 999999', 1), "digest"),
-        (lambda text: text.replace('"version": 1', '"version": 2'), "another version"),
+        (lambda text: text.replace('"written": 1000.0', '"written": 999999.0', 1), "digest"),
+        # A plan of 0.1.0 (version 1, with a maximum age) is not read: the full path writes a new one.
+        (lambda text: text.replace('"version": 2', '"version": 1'), "another version"),
         (lambda text: text[:-10], "not JSON"),
         (lambda text: "[]", "not a JSON object"),
     ],
@@ -167,15 +168,40 @@ def test_a_plan_needs_every_part():
     [
         ({}, 1500.0, True, "passed 500 s ago"),
         ({"inputs": "c" * 64}, 1500.0, False, "other inputs"),
-        ({}, 1000.0 + 86401, False, "more than train_fast_launch_max_age"),
-        ({}, 900.0, False, "in the future"),
-        ({"max_age": 0}, 1500.0, False, "turned off"),
+        # No clock decides alone: two days later, or with the clock moved back, the plan holds while the nodes'
+        # fingerprints and the smoke record do (check_plan asks them next).
+        ({}, 1000.0 + 2 * 86400, True, f"passed {2 * 86400} s ago"),
+        ({}, 1000.0 + 400 * 86400, True, "passed"),
+        ({}, 900.0, True, "passed 0 s ago"),
+        # A plan of 0.1.0's kind: its maximum age is not read.
+        ({"max_age": 0}, 1500.0, True, "passed 500 s ago"),
         ({"written": "yesterday"}, 1500.0, False, "written is not a number"),
+        ({"written": float("nan")}, 1500.0, False, "written is not a number"),
     ],
 )
 def test_plan_fresh(changes, now, usable, reason):
     found, why = plan_fresh(plan(**changes), INPUTS, now)
     assert found is usable
+    assert reason in why
+
+
+@pytest.mark.parametrize(
+    "job, keep, reason",
+    [
+        ({"rc": 0, "job_failed": False}, True, "the job passed"),
+        ({"rc": 1, "job_failed": True, "failed": True}, False, "the job failed (exit code 1)"),
+        ({"rc": 0, "job_failed": True, "failed": True}, False, "the job failed"),  # processes left running
+        ({"rc": None, "job_failed": True}, False, "the job failed"),  # the supervisor was lost
+        ({"rc": 0, "job_failed": False, "failed": True}, False, "the job failed"),
+        ({"rc": 0}, False, "the job failed"),  # no word on the job: not a job that passed
+        ({"rc": 137, "job_failed": False}, False, "exit code 137"),
+        ({"job_failed": False}, False, "exit code None"),
+        (None, False, "no answer"),
+    ],
+)
+def test_plan_survives_only_a_job_that_passed(job, keep, reason):
+    kept, why = plan_survives(job)
+    assert kept is keep
     assert reason in why
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
 from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command
+from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import parse_plan, plan_text
 from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import smoke_record
 
@@ -58,7 +59,6 @@ def cluster(tmp_path):
     os.chmod(record, 0o600)
     root_user = pwd.getpwuid(0)
     plan = {
-        "max_age": 3600,
         "user": {"name": root_user.pw_name, "uid": 0, "gid": 0, "home": root_user.pw_dir},
         "run_root": str(root),
         "run_files": ["qa_finetune.py"],
@@ -92,6 +92,10 @@ def cluster(tmp_path):
         @staticmethod
         def check(run_id, check=False, **changes):
             return run_module(dict(common, state="check", run_id=run_id, **changes), check=check)
+
+        @staticmethod
+        def remove(check=False):
+            return run_module(dict(common, state="absent"), check=check)
 
     Cluster.root, Cluster.hostfile, Cluster.record = root, hostfile, record
     return Cluster
@@ -163,3 +167,42 @@ def test_a_launch_that_cannot_be_rendered_for_another_run_is_not_planned(cluster
 def test_bad_inputs_are_refused():
     answer = run_module({"inputs": "not-a-hash", "state": "check"})
     assert answer.get("failed") and "sha256" in answer["msg"]
+
+
+def test_a_plan_of_two_days_ago_still_starts_the_next_run_in_one_step(cluster):
+    """No clock decides alone: the plan holds as long as its fingerprints do (the smoke test keeps its own age)."""
+    assert cluster.write()["written"] is True
+    plan = parse_plan(cluster.plan_file.read_text())
+    plan["written"] -= 2 * 86400
+    cluster.plan_file.write_text(plan_text(plan))
+    ready = cluster.check("second")
+    assert ready["ready"] is True, ready
+    assert "passed 1728" in ready["reason"]  # 172800 s and the seconds the test took
+
+
+def test_a_removed_plan_sends_the_next_launch_down_the_full_path(cluster):
+    assert cluster.write()["written"] is True
+    assert cluster.remove(check=True) == {**cluster.remove(check=True), "removed": True, "changed": True}
+    assert cluster.plan_file.exists()
+    removed = cluster.remove()
+    assert (removed["removed"], removed["changed"]) == (True, True)
+    assert not cluster.plan_file.exists()
+    answer = cluster.check("second")
+    assert answer["ready"] is False and "no full launch with these settings" in answer["reason"]
+    again = cluster.remove()
+    assert (again["removed"], again["changed"]) == (False, False)
+
+
+def test_the_folder_keeps_the_newest_plans_whatever_their_age(cluster):
+    plans = cluster.path / "plans"
+    plans.mkdir()
+    for number in range(20):
+        old = plans / f"{number:064x}.json"
+        old.write_text("{}")
+        # Plan 0 is the newest of the others, however long ago that was.
+        os.utime(old, (1000 - number, 1000 - number))
+    assert cluster.write()["written"] is True
+    left = sorted(path.name for path in plans.iterdir())
+    assert len(left) == 16
+    assert cluster.plan_file.name in left
+    assert f"{0:064x}.json" in left and f"{14:064x}.json" in left and f"{15:064x}.json" not in left
