@@ -133,10 +133,12 @@ class ActionModule(ActionBase):
         found = {}
         for name, entry in entries.items():
             argv = ["ssh-keygen", "-F", str(entry["known_host"]), "-f", f"{home}/.ssh/known_hosts"]
-            done = self._low_level_execute_command(shlex.join(argv), sudoable=True)
+            # ssh-keygen's 255 (no known_hosts file) would read as a lost connection over ssh: it comes back as 3.
+            command = f'{shlex.join(argv)}; rc=$?; if [ "$rc" = 255 ]; then exit 3; fi; exit "$rc"'
+            done = self._low_level_execute_command(command, sudoable=True)
             if done["rc"] == 0:
                 found[name] = done["stdout"]
-            elif done["rc"] not in (1, 255):  # 1: not found; 255: no known_hosts file
+            elif done["rc"] not in (1, 3):  # 1: not found; 3: no known_hosts file
                 raise AnsibleActionFail(
                     f"amx.cluster.mesh_plan: {shlex.join(argv)} on the master: rc {done['rc']}, {done['stderr']}"
                 )

@@ -302,19 +302,17 @@ def mesh_plan(
     values = {name: nodes.get(name, {}) for name in names}
     if plan["workers"]:
         problems += list(shape.get("address_problems", []))
-        problems += [
-            f"{problem}."
-            for problem in mesh_input_problems(
-                {
-                    name: {
-                        f"ssh_mesh_{key}": value[key]
-                        for key in ("port", "user", "key_name")
-                        if isinstance(value, Mapping) and key in value
-                    }
-                    for name, value in values.items()
+        problems += mesh_input_problems(
+            {
+                name: {
+                    f"ssh_mesh_{key}": value[key]
+                    for key in ("port", "user", "key_name")
+                    if isinstance(value, Mapping) and key in value
                 }
-            )
-        ]
+                for name, value in values.items()
+            }
+        )
+    # Each problem a sentence of its own: the messages join them.
     problems[:] = [problem if problem.endswith(".") else f"{problem}." for problem in problems]
     valid = not problems
     problems += account_problems(
