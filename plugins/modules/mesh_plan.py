@@ -84,9 +84,9 @@ aliases:
   type: dict
 entries:
   description:
-    - What the master writes for each node, the master first: C(name), C(alias) (null for the master), C(address),
-      C(port), C(user) (that node's mesh user) and C(known_host) (the name its host key is pinned under, the address
-      on port 22, C([address]:port) on any other).
+    - What the master writes for each node, the master first, each with C(name), C(alias) (null for the
+      master), C(address), C(port), C(user) (that node's mesh user) and C(known_host) (the name its host key is
+      pinned under, the address on port 22, C([address]:port) on any other).
     - Empty for a one-node cluster or when a value is wrong.
   returned: always
   type: dict
