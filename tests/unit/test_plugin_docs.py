@@ -120,7 +120,7 @@ def test_the_collection_ships_plugins_of_each_kind():
     found = shipped()
     assert {"module", "filter", "inventory"} <= set(found)
     assert "stack_resolve" in found["filter"]
-    assert "worker_aliases" in found["filter"]
+    assert "cluster_shape" in found["filter"]
 
 
 @pytest.mark.parametrize("doc_type", [doc_type for doc_type in PLUGIN_TYPES if doc_type in ("filter", "test")])

@@ -12,6 +12,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import (
     cluster_shape,
     node_address,
     worker_aliases,
+    worker_problems,
 )
 
 
@@ -46,6 +47,9 @@ def facts(address):
         # Inventory order decides, not the names' sort order.
         (["node2", "node1"], "m", ["node2", "node1"]),
         ([], "m", []),
+        # The former worker_aliases filter's cases.
+        (["w-b", "w-a", "w-c"], "m", ["node1", "node2", "node3"]),
+        (["node3", "web", "node1"], "node2", ["node3", "node4", "node1"]),
     ],
 )
 def test_the_names_the_master_uses(workers, master, expected):
@@ -56,6 +60,18 @@ def test_the_names_the_master_uses(workers, master, expected):
     assert shape["nodes"] == [{"name": master, "alias": "localhost"}] + [
         {"name": w, "alias": a} for w, a in zip(workers, expected)
     ]
+
+
+@pytest.mark.parametrize(
+    ("workers", "master", "message"),
+    [
+        (["a", "b", "a"], None, "the workers lists a more than once"),
+        (["a", "m"], "m", "the master m is also in the workers"),
+    ],
+)
+def test_bad_worker_lists_are_named(workers, master, message):
+    # The former worker_aliases filter refused these lists with these messages.
+    assert any(message in problem for problem in worker_problems(workers, master, [], "the workers"))
 
 
 def test_the_names_are_distinct_on_a_large_cluster():

@@ -5,7 +5,6 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.amx.cluster.plugins.filter import folder_problems as folder_plugin
-from ansible_collections.amx.cluster.plugins.filter import hostfile_problems as hostfile_plugin
 from ansible_collections.amx.cluster.plugins.filter import launch_problems as launch_plugin
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
     SYSTEM_FOLDERS,
@@ -196,10 +195,9 @@ def test_a_file_that_is_no_hostfile_is_never_quoted():
 def test_the_filters_wrap_the_functions():
     folder_problems_filter = folder_plugin.FilterModule().filters()["folder_problems"]
     launch_problems_filter = launch_plugin.FilterModule().filters()["launch_problems"]
-    hostfile_problems_filter = hostfile_plugin.FilterModule().filters()["hostfile_problems"]
     assert folder_problems_filter({"a": "/tmp"}) == ["a is '/tmp', a system folder"]
     assert launch_problems_filter({"train_batch_size": 0}) == ["train_batch_size must be at least 1, got 0"]
-    assert hostfile_problems_filter("localhost\n", ["localhost"])["ok"]
+    assert hostfile_problems("localhost\n", ["localhost"])["ok"]  # the former hostfile_problems filter's case
     with pytest.raises(AnsibleFilterError, match=r"amx\.cluster\.folder_problems"):
         folder_problems_filter(None)
 
