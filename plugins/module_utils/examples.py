@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import posixpath
+import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import (
@@ -341,6 +341,13 @@ def _uses_stack_venv(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> b
     return settings.get("venv_python") == stack.get("venv_python")
 
 
+def requirement_indexes(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> Dict[str, Any]:
+    """The indexes of the requirements: the settings' where given, else torch_stack's (effective_indexes)."""
+    return effective_indexes(
+        stack.get("indexes"), settings.get("index_url"), settings.get("extra_index_urls"), settings.get("find_links")
+    )
+
+
 def settings_problems(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> List[str]:
     """Every problem of the role's settings, one message each with the fix; empty when the role may go on. Only the
     settings: nothing here looks at the node."""
@@ -377,9 +384,7 @@ def settings_problems(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> 
                 "/opt/amx-cluster/transformers."
             )
     try:
-        effective_indexes(
-            stack.get("indexes"), settings.get("index_url"), settings.get("extra_index_urls"), settings.get("find_links")
-        )
+        requirement_indexes(settings, stack)
     except ExamplesError as error:
         problems.append(str(error))
     return problems
@@ -404,9 +409,7 @@ def node_download(
     except StackProfileError as error:
         # The message names torch_stack's install mode; here it is this role's that can avoid the wheels.
         raise ExamplesError(str(error).replace("torch_stack_install_mode", "hf_examples_install_mode")) from error
-    indexes = effective_indexes(
-        stack.get("indexes"), settings.get("index_url"), settings.get("extra_index_urls"), settings.get("find_links")
-    )
+    indexes = requirement_indexes(settings, stack)
     spec = download_spec(requirements, freeze, markers, indexes, platforms, stack_lock(settings, stack))
     dest = f"{settings['controller_cache']}/{spec['key']}"
     spec["dest"] = dest
@@ -432,9 +435,7 @@ def plan(
     lock = stack_lock(settings, stack)
     result: Dict[str, Any] = {
         "problems": [],
-        "indexes": effective_indexes(
-            stack.get("indexes"), settings.get("index_url"), settings.get("extra_index_urls"), settings.get("find_links")
-        ),
+        "indexes": requirement_indexes(settings, stack),
         "lock": lock,
     }
     if freeze is not None:

@@ -260,7 +260,7 @@ SETTINGS = {
 }
 STACK = {
     "venv_python": "/opt/amx-cluster/venv/bin/python",
-    "packages": {"torch": "2.13.0+cpu", "transformers": "5.24.0", "datasets": "5.2.0", "evaluate": "0.4.6", "numpy": "2"},
+    "packages": {"torch": "2.13.0", "transformers": "5.24.0", "datasets": "5.2.0", "evaluate": "0.4.6", "numpy": "2"},
     "profile": "native",
     "indexes": INDEXES,
     "constraints": ["accelerate==0.15.0"],
