@@ -1,28 +1,33 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""Pure functions behind the hf_examples role: what a repository URL and a ref may look like before git sees them.
+"""Pure functions behind the hf_examples role and its action amx.cluster.examples_plan: what a repository URL and a
+ref may look like before git sees them, every other check of the role's settings, and the values its tasks use
+(indexes, constraints, the controller's download).
 
 A URL or a ref that starts with ``-`` reaches git as an option (``--upload-pack=CMD`` runs CMD); a transport such
 as ``ext::`` runs a command by design. The role checks both here, before any command, and also passes ``--``
 between git's options and its arguments.
 
-No Ansible imports: the filter plugin wraps these, and the unit tests call them directly.
+No Ansible imports: the action plugin calls ``plan``, and the unit tests call these directly.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 import re
-from typing import Any, Dict, List, Mapping, Sequence
+from typing import Any, Dict, List, Mapping, Optional, Sequence
 
 from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import (
     KERNEL_MARKER_KEYS,
+    StackProfileError,
     index_args,
     major_minor,
     normalize_name,
     parse_lock,
+    platform_tags,
 )
 
 # The URL forms the role accepts (README "Repository URL"): https, ssh, git and file URLs, scp-like
@@ -313,3 +318,131 @@ def script_problems(example: str, packages: Any, profile: Any = None) -> List[st
         for name in needed
         if normalize_name(name) not in held
     ]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The plan: every check of the settings at once, and the values the role's tasks use.
+#
+# ``settings`` holds the role's variables without their hf_examples_ prefix (repo_url, version, transformers_version,
+# example, venv_python, install_requirements, install_mode, controller_pip, controller_pip_extra_args, depth, dir,
+# node_wheelhouse, controller_cache, index_url, extra_index_urls, find_links); ``stack`` what amx.cluster.torch_stack
+# published for the node (venv_python, packages, profile, indexes, constraints; None where it did not run).
+
+_INSTALL_MODES = ("wheelhouse", "direct")
+
+
+def _unknown(value: Any) -> bool:
+    # "None": a default such as "{{ torch_stack_versions.transformers | default(none) }}" rendered as text.
+    return value is None or str(value) in ("", "None")
+
+
+def _uses_stack_venv(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> bool:
+    """Whether the virtualenv is torch_stack's: then its packages and its profile's lock apply."""
+    return settings.get("venv_python") == stack.get("venv_python")
+
+
+def requirement_indexes(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> Dict[str, Any]:
+    """The indexes of the requirements: the settings' where given, else torch_stack's (effective_indexes)."""
+    return effective_indexes(
+        stack.get("indexes"), settings.get("index_url"), settings.get("extra_index_urls"), settings.get("find_links")
+    )
+
+
+def settings_problems(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> List[str]:
+    """Every problem of the role's settings, one message each with the fix; empty when the role may go on. Only the
+    settings: nothing here looks at the node."""
+    problems = input_problems(settings.get("repo_url"), settings.get("version"))
+    if _unknown(settings.get("transformers_version")):
+        problems.append(
+            "no transformers version to pick the examples tag from. Run amx.cluster.torch_stack first (it sets "
+            "torch_stack_versions.transformers) or set hf_examples_transformers_version."
+        )
+    wants_venv = bool(settings.get("install_requirements"))
+    if wants_venv and _unknown(settings.get("venv_python")):
+        problems.append(
+            "no virtualenv for the example's requirements. Run amx.cluster.torch_stack first (it sets "
+            "torch_stack_venv_python) or set hf_examples_venv_python, or hf_examples_install_requirements: false."
+        )
+    # A virtualenv of someone else's (hf_examples_venv_python set apart) is not checked.
+    if stack.get("packages") is not None and _uses_stack_venv(settings, stack):
+        problems += script_problems(str(settings.get("example")), stack["packages"], stack.get("profile"))
+    mode = settings.get("install_mode")
+    if mode not in _INSTALL_MODES:
+        problems.append("hf_examples_install_mode must be wheelhouse or direct.")
+    wheelhouse = wants_venv and mode == "wheelhouse"
+    if wheelhouse:
+        problems += [p for p in [controller_pip_problem(settings.get("controller_pip"))] if p]
+    depth = settings.get("depth")
+    if not isinstance(depth, int) or depth < 0:
+        problems.append(f"hf_examples_depth is {depth}: use 1 (shallow clone, the default) or 0 for the full history.")
+    paths = ["dir"] + (["node_wheelhouse", "controller_cache"] if wheelhouse else [])
+    for key in paths:
+        value = settings.get(key)
+        if not isinstance(value, str) or not posixpath.isabs(value):
+            problems.append(
+                f"hf_examples_{key} is '{value}', not an absolute path: set it to a full path such as "
+                "/opt/amx-cluster/transformers."
+            )
+    try:
+        requirement_indexes(settings, stack)
+    except ExamplesError as error:
+        problems.append(str(error))
+    return problems
+
+
+def stack_lock(settings: Mapping[str, Any], stack: Mapping[str, Any]) -> List[str]:
+    """The lock of torch_stack's profile (torch_stack_constraints) when the virtualenv is torch_stack's: the example's
+    requirements install at the lock's releases. Empty for a virtualenv of one's own."""
+    return list(stack.get("constraints") or []) if _uses_stack_venv(settings, stack) else []
+
+
+def node_download(
+    settings: Mapping[str, Any], stack: Mapping[str, Any], requirements: str, freeze: str, node: Mapping[str, Any]
+) -> Dict[str, Any]:
+    """The download one node needs (download_spec) with where the controller keeps it (``dest``, under
+    controller_cache by its key) and the pip arguments that fetch it (``args``, into ``dest``.partial)."""
+    markers = node.get("markers")
+    libc = list(node.get("libc") or [])
+    machine = markers.get("platform_machine") if isinstance(markers, Mapping) else None
+    try:
+        platforms = platform_tags(str(machine or ""), libc[1] if len(libc) > 1 else None)
+    except StackProfileError as error:
+        # The message names torch_stack's install mode; here it is this role's that can avoid the wheels.
+        raise ExamplesError(str(error).replace("torch_stack_install_mode", "hf_examples_install_mode")) from error
+    indexes = requirement_indexes(settings, stack)
+    spec = download_spec(requirements, freeze, markers, indexes, platforms, stack_lock(settings, stack))
+    dest = f"{settings['controller_cache']}/{spec['key']}"
+    spec["dest"] = dest
+    spec["args"] = download_args(spec, dest + ".partial", settings.get("controller_pip_extra_args") or ())
+    return spec
+
+
+def plan(
+    settings: Mapping[str, Any],
+    stack: Optional[Mapping[str, Any]] = None,
+    freeze: Optional[str] = None,
+    requirements: Optional[str] = None,
+    node: Optional[Mapping[str, Any]] = None,
+) -> Dict[str, Any]:
+    """What the role needs to know, from what is known so far: ``problems`` (every one, empty when the role may go
+    on), the ``indexes`` and the ``lock`` of the requirements; with ``freeze`` (the virtualenv's pip freeze) the
+    ``constraints`` of the install; with ``requirements`` and ``node`` (the node's marker values and C library) too,
+    the ``download`` the controller makes for it. The values are left out when there are problems."""
+    stack = stack or {}
+    problems = settings_problems(settings, stack)
+    if problems:
+        return {"problems": problems}
+    lock = stack_lock(settings, stack)
+    result: Dict[str, Any] = {
+        "problems": [],
+        "indexes": requirement_indexes(settings, stack),
+        "lock": lock,
+    }
+    if freeze is not None:
+        result["constraints"] = constraints_text(freeze, lock)
+        if requirements is not None and node is not None:
+            try:
+                result["download"] = node_download(settings, stack, requirements, freeze, node)
+            except ExamplesError as error:
+                return {"problems": [str(error)]}
+    return result

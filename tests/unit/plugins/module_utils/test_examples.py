@@ -224,3 +224,121 @@ def test_a_stack_without_a_module_of_the_script_is_named_with_the_fix():
 
 def test_an_example_whose_imports_are_unknown_is_not_checked():
     assert ex.script_problems("token-classification", {}, "native") == []
+
+
+def test_the_input_check_passes_a_good_pair_and_refuses_an_option():
+    # From the former hf_examples_input_problems filter's tests.
+    assert ex.input_problems("file:///srv/transformers", "v1.0.0") == []
+    assert "starts with '-'" in ex.input_problems("--upload-pack=x", "v1.0.0")[0]
+
+
+def test_a_primary_index_that_is_not_a_string_is_refused():
+    # From the former hf_examples_indexes filter's tests.
+    with pytest.raises(ex.ExamplesError, match="hf_examples_index_url must be"):
+        ex.effective_indexes({}, 3)
+
+
+# ---------------------------------------------------------------------------------------------- the plan
+
+SETTINGS = {
+    "repo_url": "https://github.com/huggingface/transformers.git",
+    "version": "v5.24.0",
+    "transformers_version": "5.24.0",
+    "example": "question-answering",
+    "venv_python": "/opt/amx-cluster/venv/bin/python",
+    "install_requirements": True,
+    "install_mode": "wheelhouse",
+    "controller_pip": ["/usr/bin/python3", "-m", "pip"],
+    "controller_pip_extra_args": ["--retries", "2"],
+    "depth": 1,
+    "dir": "/opt/amx-cluster/transformers",
+    "node_wheelhouse": "/var/cache/amx-cluster/hf_examples",
+    "controller_cache": "/home/me/.cache/amx.cluster/hf_examples",
+    "index_url": None,
+    "extra_index_urls": None,
+    "find_links": None,
+}
+STACK = {
+    "venv_python": "/opt/amx-cluster/venv/bin/python",
+    "packages": {"torch": "2.13.0", "transformers": "5.24.0", "datasets": "5.2.0", "evaluate": "0.4.6", "numpy": "2"},
+    "profile": "native",
+    "indexes": INDEXES,
+    "constraints": ["accelerate==0.15.0"],
+}
+NODE = {"markers": NODE_38, "libc": ["glibc", "2.31"]}
+
+
+def test_good_settings_plan_the_indexes_and_the_lock_of_torch_stacks_venv():
+    assert ex.plan(SETTINGS, STACK) == {"problems": [], "indexes": INDEXES, "lock": ["accelerate==0.15.0"]}
+    # A virtualenv of one's own takes neither the lock nor the script check.
+    own = ex.plan({**SETTINGS, "venv_python": "/srv/venv/bin/python"}, {**STACK, "packages": {}})
+    assert own["problems"] == [] and own["lock"] == []
+    # torch_stack did not run: pip's own indexes.
+    assert ex.plan(SETTINGS, {})["indexes"] == {"index_url": None, "extra_index_urls": [], "find_links": []}
+
+
+def test_every_problem_comes_at_once_with_its_fix():
+    bad = {
+        **SETTINGS,
+        "repo_url": "--upload-pack=x",
+        "version": "-y",
+        "transformers_version": "None",
+        "venv_python": None,
+        "install_mode": "offline",
+        "depth": -1,
+        "dir": "transformers",
+        "index_url": None,
+    }
+    problems = ex.plan(bad, {**STACK, "venv_python": None, "packages": {"torch": "2"}})["problems"]
+    assert [p.split(" ")[0] for p in problems] == [
+        "hf_examples_repo_url",
+        "hf_examples_version",
+        "no",  # transformers version
+        "no",  # virtualenv
+        "run_qa.py",  # transformers, datasets, evaluate, numpy
+        "run_qa.py",
+        "run_qa.py",
+        "run_qa.py",
+        "hf_examples_install_mode",
+        "hf_examples_depth",
+        "hf_examples_dir",
+    ]
+    assert "no transformers version" in problems[2] and "set hf_examples_transformers_version" in problems[2]
+    assert problems[-2].startswith("hf_examples_depth is -1: use 1 (shallow clone, the default) or 0")
+    assert problems[-1].startswith("hf_examples_dir is 'transformers', not an absolute path")
+
+
+def test_the_wheelhouse_settings_are_checked_in_wheelhouse_mode_only():
+    wheelhouse = {**SETTINGS, "controller_pip": ["pip3"], "node_wheelhouse": "wheels", "controller_cache": None}
+    problems = ex.plan(wheelhouse, STACK)["problems"]
+    assert problems[0].startswith("hf_examples_controller_pip is ['pip3']: in wheelhouse mode it must be")
+    assert [p.split(" ")[0] for p in problems[1:]] == ["hf_examples_node_wheelhouse", "hf_examples_controller_cache"]
+    assert ex.plan({**wheelhouse, "install_mode": "direct"}, STACK)["problems"] == []
+    assert ex.plan({**wheelhouse, "install_requirements": False}, STACK)["problems"] == []
+
+
+def test_a_bad_index_setting_is_a_problem_not_an_error():
+    problems = ex.plan({**SETTINGS, "extra_index_urls": [""]}, STACK)["problems"]
+    assert problems == ["hf_examples_extra_index_urls must be a list of URLs or paths, or null"]
+
+
+def test_the_freeze_gives_the_constraints_and_the_node_the_download():
+    freeze = "torch==2.13.0+cpu\n"
+    planned = ex.plan(SETTINGS, STACK, freeze=freeze)
+    assert planned["constraints"] == "accelerate==0.15.0\ntorch==2.13.0+cpu\n" and "download" not in planned
+    download = ex.plan(SETTINGS, STACK, freeze=freeze, requirements="accelerate\n", node=NODE)["download"]
+    spec = ex.download_spec("accelerate\n", freeze, NODE_38, INDEXES, download["platforms"], ["accelerate==0.15.0"])
+    assert download["key"] == spec["key"] and download["platforms"][0] == "manylinux_2_31_x86_64"
+    assert download["dest"] == f"/home/me/.cache/amx.cluster/hf_examples/{spec['key']}"
+    assert download["args"] == ex.download_args(spec, download["dest"] + ".partial", ["--retries", "2"])
+
+
+def test_a_node_the_wheels_cannot_fit_is_a_problem_that_names_this_roles_direct_mode():
+    musl = {"markers": NODE_38, "libc": ["", ""]}
+    problems = ex.plan(SETTINGS, STACK, freeze="", requirements="x\n", node=musl)["problems"]
+    assert problems == [
+        "the node has no glibc (or its version is unknown): manylinux wheels do not fit it; use "
+        "hf_examples_install_mode: direct"
+    ]
+    ironpython = {"markers": {**NODE_38, "implementation_name": "ironpython"}, "libc": ["glibc", "2.31"]}
+    assert "not CPython or PyPy" in ex.plan(SETTINGS, STACK, "", "x\n", ironpython)["problems"][0]
