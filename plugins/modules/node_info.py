@@ -161,8 +161,9 @@ from ansible_collections.amx.cluster.plugins.module_utils.python_facts import (
     probe_source,
 )
 
+# ``key`` names a result entry, not a secret (validate-modules guesses from the name).
 IMPORT_OPTIONS = {
-    "key": {"type": "str", "required": True},
+    "key": {"type": "str", "required": True, "no_log": False},
     "module": {"type": "str", "required": True},
     "package": {"type": "str", "required": True},
 }
