@@ -20,6 +20,7 @@ import posixpath
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from ansible_collections.amx.cluster.plugins.module_utils.python_facts import MARKER_KEYS
 from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import (
     KERNEL_MARKER_KEYS,
     StackProfileError,
@@ -134,22 +135,7 @@ def input_problems(url: Any, ref: Any) -> List[str]:
 # environment markers (``pkg; python_version < "3.10"``, in a requirements file and in every dependency's metadata)
 # with the interpreter that runs it: the controller's. The roles therefore run pip through a small runner
 # (plugins/plugin_utils/pip_node_markers.py, started by the amx.cluster.wheelhouse_fetch action) that hands pip the
-# node's PEP 508 marker values, probed on the node.
-
-# The PEP 508 marker variables (the ``extra`` marker is pip's own business).
-MARKER_KEYS = (
-    "implementation_name",
-    "implementation_version",
-    "os_name",
-    "platform_machine",
-    "platform_python_implementation",
-    "platform_release",
-    "platform_system",
-    "platform_version",
-    "python_full_version",
-    "python_version",
-    "sys_platform",
-)
+# node's PEP 508 marker values, read on the node by the amx.cluster.node_info module (python_facts.MARKER_KEYS).
 
 # Marker values that change with every kernel update (stack_profile.KERNEL_MARKER_KEYS): kept in the download's
 # marker values (the first node's), left out of the download's key.
@@ -158,7 +144,7 @@ _IMPLEMENTATION_TAGS = {"cpython": "cp", "pypy": "pp"}
 
 
 def marker_environment(values: Any) -> Dict[str, str]:
-    """The node's marker values (from the role's probe), checked: every PEP 508 variable, each a string."""
+    """The node's marker values (from amx.cluster.node_info), checked: every PEP 508 variable, each a string."""
     if not isinstance(values, Mapping):
         raise ExamplesError(f"the node's marker values must be a mapping, got {type(values).__name__}")
     missing = [key for key in MARKER_KEYS if key not in values]

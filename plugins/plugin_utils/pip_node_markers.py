@@ -9,27 +9,17 @@ pip download picks wheels for --python-version / --platform / --implementation, 
 (``pkg; python_version < "3.10"``, in requirement files and in every dependency's metadata) with the interpreter that
 runs it. This runner replaces the function pip reads those values from (its vendored packaging's
 ``markers.default_environment``) with the node's values from MARKERS.json (a JSON object of the PEP 508 variables,
-written by the amx.cluster.wheelhouse_fetch action from the roles' probe of the node), then runs pip's own command
-line with the remaining arguments. It changes nothing else in pip. It runs as a script, by the Python of the
+written by the amx.cluster.wheelhouse_fetch action from the node's amx.cluster.node_info answer), then runs pip's own
+command line with the remaining arguments. It changes nothing else in pip. It runs as a script, by the Python of the
 controller's pip (torch_stack_controller_pip, hf_examples_controller_pip), which need not be the one of Ansible.
+
+That Python cannot import the collection, so the runner names no marker variable itself: the action has checked the
+file against module_utils.python_facts.MARKER_KEYS (examples.marker_environment) before writing it, and the runner
+takes the variables the file holds.
 """
 
 import json
 import sys
-
-KEYS = (
-    "implementation_name",
-    "implementation_version",
-    "os_name",
-    "platform_machine",
-    "platform_python_implementation",
-    "platform_release",
-    "platform_system",
-    "platform_version",
-    "python_full_version",
-    "python_version",
-    "sys_platform",
-)
 
 
 def fail(message):
@@ -45,8 +35,8 @@ def main(argv):
             values = json.load(handle)
     except (OSError, ValueError) as exc:
         return fail("cannot read the marker values from " + argv[0] + ": " + str(exc))
-    if not isinstance(values, dict) or any(not isinstance(values.get(key), str) for key in KEYS):
-        return fail(argv[0] + " must map every PEP 508 marker variable to a string: " + ", ".join(KEYS))
+    if not isinstance(values, dict) or not values or any(not isinstance(value, str) for value in values.values()):
+        return fail(argv[0] + " must map the PEP 508 marker variables to strings")
     try:
         from pip._internal.cli.main import main as pip_main
         from pip._vendor.packaging import markers
@@ -54,7 +44,7 @@ def main(argv):
         return fail("this Python has no pip to run (" + str(exc) + "): set the role's controller_pip to another Python")
     if not callable(getattr(markers, "default_environment", None)):
         return fail("this pip's packaging has no markers.default_environment: use another pip version")
-    node = {key: values[key] for key in KEYS}
+    node = {str(key): value for key, value in values.items()}
     markers.default_environment = lambda: dict(node)
     return pip_main(argv[1:])
 

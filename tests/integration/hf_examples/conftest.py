@@ -24,7 +24,6 @@ PROFILES = yaml.safe_load((REPO / "roles" / "torch_stack" / "vars" / "profiles.y
     "__torch_stack_profiles"
 ]
 RUNNER = REPO / "plugins" / "plugin_utils" / "pip_node_markers.py"
-PROBE = REPO / "roles" / "hf_examples" / "files" / "probe_node.py"
 
 # examples/pytorch/question-answering/requirements.txt of transformers (run_qa.py's folder), as the tags carry it.
 QA_REQUIREMENTS = "accelerate >= 0.12.0\ndatasets >= 1.8.0\ntorch >= 1.3.0\nevaluate\n"
@@ -40,7 +39,7 @@ NODES = {
 
 
 def node_markers(python: str) -> Dict[str, str]:
-    """The PEP 508 marker values of an x86_64 Linux node with this CPython (what the role's probe prints there)."""
+    """The PEP 508 marker values of an x86_64 Linux node with this CPython (as amx.cluster.node_info reports them)."""
     return {
         "implementation_name": "cpython",
         "implementation_version": python,

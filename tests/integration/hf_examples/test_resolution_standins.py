@@ -12,24 +12,24 @@ package index (accelerate, datasets, evaluate and their dependencies, plus the C
 carries). The dependencies carry markers on the Python version, so that the node's Python (3.8 to 3.12) and the
 controller's (3.11) need different packages.
 
-Where this machine has a CPython of the node's version (pyenv), the node's marker values come from the role's probe
+Where this machine has a CPython of the node's version (pyenv), the node's marker values come from node_info's probe
 run by that Python, and the downloaded wheels are installed into a virtualenv of it with ``pip install --no-index``,
 as the role does on the node: the download is complete for that Python.
 """
 
 from __future__ import annotations
 
-import json
 import pathlib
 import subprocess
 import sys
 from typing import Dict, Optional
 
 import pytest
-from conftest import NODES, PROBE, QA_REQUIREMENTS, node_markers, resolved, run_pip, stack_freeze
+from conftest import NODES, QA_REQUIREMENTS, node_markers, resolved, run_pip, stack_freeze
 from standin_index import SimpleIndex, names, wheel
 
 from ansible_collections.amx.cluster.plugins.module_utils import examples as ex
+from ansible_collections.amx.cluster.plugins.module_utils import python_facts as pf
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
 
 PYENV = pathlib.Path("/root/.pyenv/versions")
@@ -161,8 +161,9 @@ def downloaded(folder: pathlib.Path) -> set:
 
 
 def probe(python: pathlib.Path) -> dict:
-    out = subprocess.run([str(python), "-c", PROBE.read_text()], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.splitlines()[-1])
+    """What amx.cluster.node_info reports for this Python (its probe, run here)."""
+    out = subprocess.run([str(python), "-c", pf.probe_source()], capture_output=True, text=True, check=True)
+    return pf.parse_report(out.stdout)
 
 
 @pytest.mark.parametrize("profile", sorted(NODES))
@@ -217,12 +218,3 @@ def test_without_the_profiles_indexes_the_cpu_build_of_torch_is_not_found(profil
     pin = resolved(profile)["pins"]["torch"]
     assert pin.endswith("+cpu"), pin  # the profile pins the CPU build itself
     assert f"torch=={pin}" in run.stdout + run.stderr, run.stderr[-3000:]
-
-
-def test_the_probe_gives_the_marker_values_pip_itself_would(env):
-    """The role's probe, run by this Python, against pip's own (vendored packaging) marker values."""
-    code = "import json; from pip._vendor.packaging import markers; print(json.dumps(markers.default_environment()))"
-    own = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    probed = probe(pathlib.Path(sys.executable))
-    assert probed["markers"] == {key: own[key] for key in ex.MARKER_KEYS}
-    assert probed["libc"][0] == "glibc"

@@ -2,8 +2,8 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """torch_stack's wheelhouse path, run by ansible-playbook on this machine (connection local): the controller's
-download under a cache path that holds a quote and a space, with the marker values that the role's own probe
-(files/probe_python.py) reads from the node's Python, packed into one tar, unpacked on the node and installed with
+download under a cache path that holds a quote and a space, with the marker values that the role's probe
+(amx.cluster.node_info) reads from the node's Python, packed into one tar, unpacked on the node and installed with
 --no-index; a second run downloads nothing.
 
 The node's Python is CPython 3.8 (pyenv's), the controller's 3.11: the stand-in package alpha needs beta only on
@@ -28,11 +28,11 @@ from ansible_env import ansible_env
 from node_python import node_python
 from standin_index import wheel
 
+from ansible_collections.amx.cluster.plugins.module_utils import python_facts as pf
 from ansible_collections.amx.cluster.plugins.module_utils import stack_profile as sp
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 VENV_BIN = REPO / ".venv" / "bin"
-PROBE = REPO / "roles" / "torch_stack" / "files" / "probe_python.py"
 
 PLAY = """
 - hosts: all
@@ -61,8 +61,8 @@ def node(tmp_path_factory):
     shutil.copy(bundled[-1], links)
     venv = top / "venv"
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True, capture_output=True)
-    probe = subprocess.run([str(python), str(PROBE)], check=True, capture_output=True, text=True)
-    return {"top": top, "links": links, "venv": venv, "probe": json.loads(probe.stdout.splitlines()[-1])}
+    probe = subprocess.run([str(python), "-c", pf.probe_source()], check=True, capture_output=True, text=True)
+    return {"top": top, "links": links, "venv": venv, "probe": pf.parse_report(probe.stdout)}
 
 
 def host_vars(node) -> dict:
@@ -75,9 +75,10 @@ def host_vars(node) -> dict:
         "extra_index_urls": [],
         "find_links": [str(node["links"])],
     }
-    platforms = sp.platform_tags(probe["machine"], probe["libc_version"])
-    spec = {"python": sp.major_minor(probe["version"]), "platforms": platforms, "markers": probe["markers"]}
-    spec.update(resolved=resolved, key=sp.wheelhouse_key(resolved, probe["version"], platforms, probe["markers"]))
+    python = probe["python"]
+    platforms = sp.platform_tags(python["machine"], python["libc_version"])
+    spec = {"python": sp.major_minor(python["version"]), "platforms": platforms, "markers": probe["markers"]}
+    spec.update(resolved=resolved, key=sp.wheelhouse_key(resolved, python["version"], platforms, probe["markers"]))
     # Where the role's install step wrote them (its vars/main.yml derives the path from torch_stack_venv).
     (node["venv"] / "torch-stack-requirements.txt").write_text("alpha==1.0\n")
     (node["venv"] / "torch-stack-constraints.txt").write_text("# profile stand-in has no lock here\n")
