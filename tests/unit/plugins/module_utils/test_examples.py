@@ -290,7 +290,7 @@ def test_every_problem_comes_at_once_with_its_fix():
         "index_url": None,
     }
     problems = ex.plan(bad, {**STACK, "venv_python": None, "packages": {"torch": "2"}})["problems"]
-    assert [p.split(" ")[0] for p in problems] == [
+    assert [p.split(" ", maxsplit=1)[0] for p in problems] == [
         "hf_examples_repo_url",
         "hf_examples_version",
         "no",  # transformers version
