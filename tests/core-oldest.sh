@@ -2,21 +2,15 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-# The oldest ansible-core the collection claims (meta/runtime.yml, requires_ansible), tested: a virtualenv with
-# that core (tests/core-oldest.txt) and the same collections and test tools as .venv, then, in a copy of the
-# checkout that uses it: every plugin's documentation loads, every playbook passes --syntax-check, the unit tests
+# An older ansible-core than meta/runtime.yml admits (tests/core-oldest.txt), to see what admitting it would take; not
+# part of `make test`. A virtualenv with that core and the same collections and test tools as .venv, then, in a copy
+# of the checkout that uses it: every plugin's documentation loads, every playbook passes --syntax-check, the unit tests
 # pass, and the provision, re-provision and teardown against the local EC2 API (moto) pass.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
 pin=$(grep -oP '^ansible-core==\K[0-9.]+' tests/core-oldest.txt)
-claim=$(python -c 'import yaml; print(yaml.safe_load(open("meta/runtime.yml"))["requires_ansible"])')
-if [ "$claim" != ">=${pin%.*}.0" ]; then
-  echo "core-oldest: meta/runtime.yml claims requires_ansible '$claim' but tests/core-oldest.txt tests $pin:" \
-    "make them agree (the claim is what CI tests)" >&2
-  exit 1
-fi
 
 # The venv: the pinned core, the `ansible` bundle's collections (the same as .venv's, without its core), and the
 # test tools at requirements-dev.txt's pins.
