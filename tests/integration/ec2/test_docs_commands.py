@@ -100,10 +100,11 @@ NOT_HERE: Dict[str, str] = {
     "python3 -m pip install 'ansible>=11'": "installs from the package index into the system's Python; the "
     "controller virtualenv has the `ansible` package already",
     "ansible-galaxy collection install --offline amx-cluster-0.2.0.tar.gz": "tests/build-install.sh builds the "
-    "tarball and runs this install (--offline, amazon.aws from the `ansible` package) in a folder of its own",
-    "ansible-galaxy collection download -p offline/ 'amazon.aws:>=9.0.0'": "needs Galaxy, which is not reachable here",
-    "ansible-galaxy collection install --offline offline/amazon-aws-*.tar.gz amx-cluster-0.2.0.tar.gz": "needs the "
-    "tarball that the Galaxy download above makes",
+    "tarball and runs this install (--offline, the dependencies from the `ansible` package) in a folder of its own",
+    "ansible-galaxy collection download -p offline/ 'amazon.aws:>=9.0.0' 'ansible.posix:>=1.5.0'": "needs Galaxy, "
+    "which is not reachable here",
+    "ansible-galaxy collection install --offline offline/amazon-aws-*.tar.gz offline/ansible-posix-*.tar.gz "
+    "amx-cluster-0.2.0.tar.gz": "needs the tarball that the Galaxy download above makes",
     ".venv/bin/pytest tests/integration/ec2            # all of it": "the EC2 suite itself, which holds this test "
     "(`make integration` runs it)",
     ".venv/bin/pytest tests/integration/ec2 -m 'not slow'": "the EC2 suite itself, which holds this test",
