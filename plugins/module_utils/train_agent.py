@@ -44,6 +44,7 @@ writes ``result.json``.
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import json
 import os
@@ -206,6 +207,17 @@ def sweep(job: str, grace: float = 5.0) -> Dict[str, Any]:
             break
     left = scan(job)
     return {"found": [item["pid"] for item in found], "left": left}
+
+
+def sweep_cluster(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    """``sweep`` on this node and on every worker at once: one ssh per worker, all in flight together, so the
+    clean-up after a job takes one worker's time, not the sum of them."""
+    workers = list(cfg.get("workers") or [])
+    with concurrent.futures.ThreadPoolExecutor(max_workers=min(64, len(workers) + 1)) as pool:
+        pending = {"localhost": pool.submit(sweep, cfg["job"])}
+        for alias in workers:
+            pending[alias] = pool.submit(remote, alias, "sweep", cfg, {"job": cfg["job"]}, 60)
+        return {alias: future.result() for alias, future in pending.items()}
 
 
 def kill_group(pgid: int, grace: float = 5.0) -> None:
@@ -431,9 +443,7 @@ def supervise(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> 
 
     # Whatever is left of the run: the launcher's process group here, then the run's processes on every node.
     kill_group(proc.pid, grace=3.0)
-    sweeps = {"localhost": sweep(cfg["job"])}
-    for alias in cfg.get("workers") or []:
-        sweeps[alias] = remote(alias, "sweep", cfg, {"job": cfg["job"]}, timeout=60)
+    sweeps = sweep_cluster(cfg)
     rank_logs = write_rank_logs(files["log"], cfg["logs_dir"]) if cfg.get("logs_dir") else []
     result = {
         "rc": rc,

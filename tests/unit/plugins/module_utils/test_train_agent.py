@@ -110,6 +110,30 @@ def test_sweep_kills_what_ignores_sigterm(run):
     assert time.time() - started < 10
 
 
+def test_the_workers_are_swept_at_once(run, tmp_path, monkeypatch):
+    # A stand-in ssh on PATH records when each worker's sweep starts and ends (the real one over the mesh runs in
+    # the fleet scenario): every sweep starts before the first one ends, so 8 workers take one worker's time.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    events = tmp_path / "events"
+    fake_ssh = bin_dir / "ssh"
+    fake_ssh.write_text(
+        "#!/bin/sh\n"
+        f'echo "start" >> {events}\n'
+        "cat > /dev/null\n"
+        "sleep 1\n"
+        f'echo "end" >> {events}\n'
+        'echo \'{"found": [], "left": []}\'\n'
+    )
+    fake_ssh.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    cfg = dict(run, workers=[f"node{index}" for index in range(1, 9)])
+    sweeps = train_agent.sweep_cluster(cfg)
+    assert sorted(sweeps) == ["localhost"] + [f"node{index}" for index in range(1, 9)]
+    assert all(answer == {"found": [], "left": []} for alias, answer in sweeps.items() if alias != "localhost")
+    assert events.read_text().split() == ["start"] * 8 + ["end"] * 8
+
+
 @pytest.mark.parametrize(
     ("content", "offset", "text", "new_offset"),
     [
