@@ -71,8 +71,9 @@ molecule-slow: setup host-packages docker
 	@set -e; for s in $(MOLECULE_SLOW); do echo "--- molecule test -s $$s"; molecule test -s $$s; done
 
 # Benchmarks: reports with medians and ratios against a baseline measured in the same run, in bench/results/.
-# The bring-up as separate machines would see it: every wheel through a local index at 25 MB/s per client, each
-# of the 3 nodes capped at 0.6 of this machine's CPUs (bench/README.md).
+# The bring-up as separate machines would see it: every wheel through a local index at 25 MB/s per client, the
+# controller's SSH to each node paced the same, each of the 3 nodes capped at 0.6 of this machine's CPUs
+# (bench/README.md).
 BRINGUP_ARGS ?= --index-rate 25MB --node-cpus 0.6
 bench: setup
 	@status=0; python bench/inventory_bench.py || status=$$?; \

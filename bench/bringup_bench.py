@@ -80,7 +80,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         prog="bringup_bench.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--nodes", type=int, default=3, help="nodes of the cluster (default: 3)")
-    parser.add_argument("--runs", type=int, default=3, help="runs of every measurement (default: 3)")
+    parser.add_argument("--runs", type=int, default=5, help="runs of every measurement (default: 5)")
     parser.add_argument("--skip-baseline", action="store_true", help="no sequential baseline (no ratio)")
     parser.add_argument("--skip-train", action="store_true", help="no train.yml (no launch overhead, no scaling)")
     parser.add_argument(
@@ -118,6 +118,12 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
         "per client (e.g. 25MB: each node and the controller get a link of their own), to the controller and to "
         "the baseline's nodes alike; needs the cold wheelhouse (default: the machine's pip sources)",
     )
+    parser.add_argument(
+        "--controller-rate",
+        metavar="RATE",
+        help="pace everything the controller sends each node, and gets back, at RATE each way per node (SSH through "
+        "a relay of the benchmark's own), as a controller on a link of its own would (default: --index-rate's)",
+    )
     parser.add_argument("--keep-workdir", action="store_true", help="keep the logs and inventories (path printed)")
     args = parser.parse_args(argv)
     if args.smoke:
@@ -131,6 +137,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     try:
         args.node_options = cpu_cap_options(args.node_cpus)
         args.index_rate_bytes = parse_rate(args.index_rate) if args.index_rate else None
+        controller_rate = args.controller_rate or args.index_rate
+        args.controller_rate_bytes = parse_rate(controller_rate) if controller_rate else None
     except ValueError as error:
         parser.error(str(error))
     if args.index_rate and args.wheelhouse != "cold":
@@ -164,7 +172,7 @@ def main() -> int:
     prefix = f"amx-bench-{secrets.token_hex(3)}"
     workdir = pathlib.Path(tempfile.mkdtemp(prefix="bringup-bench-"))
     (workdir / "cp").mkdir()
-    harness = Harness(prefix, workdir, args.node_options)
+    harness = Harness(prefix, workdir, args.node_options, args.controller_rate_bytes)
     load_before = load_average()
     command = "python bench/bringup_bench.py " + " ".join(shlex.quote(a) for a in sys.argv[1:])
     log(f"{prefix}: {args.nodes} node(s), {args.runs} run(s), wheelhouse {args.wheelhouse}, work folder {workdir}")
@@ -219,6 +227,7 @@ def main() -> int:
         "wheelhouse": args.wheelhouse,
         "node_cpus": args.node_cpus,
         "index": index_info or None,
+        "controller_rate_bytes_per_second": args.controller_rate_bytes,
         "everyday_runs": 0 if args.skip_train else args.everyday_runs,
         "profile": {"name": PROFILE, "packages": bench.profile["packages"]},
         "torch_wheel": str(bench.torch_wheel) if bench.torch_wheel else None,

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import yaml
 
+from .controller_link import ControllerLinks
 from .settings import CLUSTER_VARS, NODE_USER, TOOLS
 
 
@@ -33,10 +34,19 @@ def run(argv: Sequence[str], timeout: float = 3600, **kwargs: Any) -> subprocess
 class Harness:
     """Containers of this benchmark: one network and one label (amx-cluster-test=<prefix>), removed at the end."""
 
-    def __init__(self, prefix: str, workdir: pathlib.Path, node_options: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        workdir: pathlib.Path,
+        node_options: Sequence[str] = (),
+        controller_rate: Optional[float] = None,
+    ) -> None:
         self.prefix = prefix
         self.workdir = workdir
         self.node_options = list(node_options)  # extra `docker run` options of every node (node_resources)
+        # Bytes per second each way between the controller and each node (controller_link); None: unpaced.
+        self.controller_rate = controller_rate
+        self.clusters: List[Cluster] = []
         self.key = workdir / "id_ed25519"
         self.image = ""
 
@@ -61,6 +71,7 @@ class Harness:
             started = run(argv, timeout=300)
             nodes.append(json.loads(started.stdout.strip().splitlines()[-1]))
         cluster = Cluster(name, nodes, self)
+        self.clusters.append(cluster)
         cluster.wait_for_ssh()
         return cluster
 
@@ -87,6 +98,10 @@ class Harness:
     def remove(self, names: Optional[Sequence[str]] = None) -> None:
         """The named containers, or (no names) every container and the network of this benchmark."""
         found = self.containers() if names is None else list(names)
+        if names is None:
+            for cluster in self.clusters:
+                if cluster.links:
+                    cluster.links.close()
         if found:
             subprocess.run(["docker", "rm", "-f", *found], capture_output=True, check=False)
         if names is None:
@@ -107,6 +122,12 @@ class Cluster:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.known_hosts = self.dir / "known_hosts"
         self.known_hosts.write_text("".join(f"{n['address']} {n['host_key']}\n" for n in nodes))
+        # Everything the controller sends a node, Ansible's and the baseline's alike, through the node's paced link.
+        self.links = (
+            ControllerLinks({n["name"]: n["address"] for n in nodes}, harness.controller_rate)
+            if harness.controller_rate
+            else None
+        )
         self.ssh_options = [
             "-i",
             str(harness.key),
@@ -123,7 +144,11 @@ class Cluster:
     def inventory(self, size: Optional[int] = None, extra: Optional[Dict[str, Any]] = None) -> pathlib.Path:
         """An inventory of the first `size` nodes (all by default) with the container cluster's group_vars."""
         nodes = self.nodes[: size or len(self.nodes)]
-        host = {n["name"]: {"ansible_host": n["address"]} for n in nodes}
+        # Each host's own SSH options (its link), without the key: ansible_ssh_private_key_file gives that.
+        host = {
+            node["name"]: {"ansible_host": node["address"], "ansible_ssh_common_args": self.common_args(node)}
+            for node in nodes
+        }
         data = {
             "cluster": {
                 "children": {
@@ -133,7 +158,6 @@ class Cluster:
                 "vars": {
                     "ansible_user": NODE_USER,
                     "ansible_ssh_private_key_file": str(self.harness.key),
-                    "ansible_ssh_common_args": shlex.join(self.ssh_options[2:]),
                     **CLUSTER_VARS,
                     "train_results_dir": str(self.dir / "runs"),
                     **(extra or {}),
@@ -144,11 +168,23 @@ class Cluster:
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
 
+    def node_ssh_options(self, node: Dict[str, Any]) -> List[str]:
+        """ssh's options for one node: the pinned host keys, and the node's paced link when there is one."""
+        return [*self.ssh_options, *(self.links.ssh_args(node["name"]) if self.links else [])]
+
+    def common_args(self, node: Dict[str, Any]) -> str:
+        return shlex.join(self.node_ssh_options(node)[2:])
+
+    def controller_sent(self) -> Dict[str, int]:
+        """Bytes the controller has sent each node through its link so far (empty when the links are unpaced)."""
+        return self.links.sent if self.links else {}
+
     def ssh(self, node: Dict[str, Any], command: str, timeout: float = 3600) -> subprocess.CompletedProcess:
-        return run(["ssh", *self.ssh_options, f"{NODE_USER}@{node['address']}", command], timeout=timeout)
+        return run(["ssh", *self.node_ssh_options(node), f"{NODE_USER}@{node['address']}", command], timeout=timeout)
 
     def scp(self, node: Dict[str, Any], source: str, dest: str) -> None:
-        run(["scp", "-q", *self.ssh_options, source, f"{NODE_USER}@{node['address']}:{dest}"], timeout=900)
+        argv = ["scp", "-q", *self.node_ssh_options(node), source, f"{NODE_USER}@{node['address']}:{dest}"]
+        run(argv, timeout=900)
 
     def wait_for_ssh(self, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout

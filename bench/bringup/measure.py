@@ -118,9 +118,15 @@ class Bench:
         inventory = cluster.inventory(extra=self.provision_vars(cluster))
         env = self.env(cluster)
         before = self.index_sent()
+        pushed_before = cluster.controller_sent()
         first = playbook(REPO / "playbooks" / "provision.yml", inventory, cluster.dir / "provision-1.log", env)
         log(f"  provision.yml on {len(cluster.nodes)} node(s): {first['seconds']:.1f}s, {first['changed']} changed")
         result["first"] = first
+        if cluster.links:
+            # Bytes out of the controller to each node over SSH: the wheelhouse's copies, the modules, the files.
+            pushed = cluster.controller_sent()
+            result["controller_sent"] = {n["name"]: sent_since(pushed, pushed_before, n["name"]) for n in cluster.nodes}
+            log(f"  out of the controller over SSH: {sum(result['controller_sent'].values()) / 1e6:.1f} MB")
         if self.index:
             addresses = [node["address"] for node in cluster.nodes]
             result["index_sent"] = provision_index_bytes(self.index_sent(), before, addresses)

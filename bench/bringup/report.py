@@ -65,9 +65,16 @@ def markdown(report: Dict[str, Any]) -> str:
         target = t["provision_vs_baseline"]
         ratio = s["provision_to_baseline"]
         row("provision / baseline", f"{ratio['of_medians']:.2f}x", ratio["runs"], target["target"], target["met"])
+        if "spread" in ratio:
+            row("provision / baseline, spread of the pairs", "{:.2f}x to {:.2f}x".format(*ratio["spread"]), [])
     if "index_sent_to_controller" in s:
         sent = s["index_sent_to_controller"]
         row("from the index, controller, a provision.yml", mb(sent["median"]), [mb(v) for v in sent["runs"]])
+    if "controller_sent_bytes" in s:
+        sent = s["controller_sent_bytes"]
+        wheelhouses = s.get("controller_sent_wheelhouses")
+        shown = mb(sent["median"]) + (f" ({wheelhouses:.2f}x the wheelhouse)" if wheelhouses is not None else "")
+        row("out of the controller over SSH, a provision.yml", shown, [mb(v) for v in sent["runs"]])
     if "index_sent_to_baseline_node" in s:
         sent = s["index_sent_to_baseline_node"]
         row("from the index, a baseline node", mb(sent["median"]), [mb(v) for v in sent["runs"]])

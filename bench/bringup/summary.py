@@ -60,7 +60,11 @@ def summarise(nodes: int, runs: List[Dict[str, Any]], one_node: Dict[str, Any]) 
     if base_pairs:
         of_medians = ratio_of_medians([a for a, _b in base_pairs], [b for _a, b in base_pairs], DIGITS)
         each_run = [ratio(a, b, DIGITS) for a, b in base_pairs]
-        summary["provision_to_baseline"] = {"runs": each_run, "of_medians": of_medians}
+        summary["provision_to_baseline"] = {
+            "runs": each_run,
+            "of_medians": of_medians,
+            "spread": [min(each_run), max(each_run)],
+        }
         targets["provision_vs_baseline"] = {
             "target": f"<= {TARGET_PROVISION_RATIO}x the baseline's time",
             "measured": of_medians,
@@ -72,6 +76,13 @@ def summarise(nodes: int, runs: List[Dict[str, Any]], one_node: Dict[str, Any]) 
         summary["index_sent_to_controller"] = {"runs": controller_sent, "median": rounded_median(controller_sent)}
     if node_sent:
         summary["index_sent_to_baseline_node"] = {"runs": node_sent, "median": rounded_median(node_sent)}
+    pushed = [sum(p["controller_sent"].values()) for p in provisions if "controller_sent" in p]
+    if pushed:
+        # Bytes out of the controller over SSH, and how many wheelhouses that is (the target: 1x at any size).
+        summary["controller_sent_bytes"] = {"runs": pushed, "median": rounded_median(pushed)}
+        wheelhouse = [p["bytes"]["from_index_bytes"] for p in provisions if "bytes" in p]
+        if wheelhouse:
+            summary["controller_sent_wheelhouses"] = ratio(median(pushed), median(wheelhouse), DIGITS)
     measured_bytes = {str(nodes): p["bytes"] for p in provisions if "bytes" in p}
     if "bytes" in one_node:
         measured_bytes["1"] = one_node["bytes"]

@@ -21,7 +21,10 @@ def test_the_stored_run_summarises_as_it_did(bringup_report, monkeypatch):
     again = summary.summarise(
         bringup_report["nodes"], bringup_report["measurements"], bringup_report["one_node_provision"] or {}
     )
-    assert again == bringup_report["summary"]
+    expected = copy.deepcopy(bringup_report["summary"])
+    pairs = expected["provision_to_baseline"]["runs"]
+    expected["provision_to_baseline"]["spread"] = [min(pairs), max(pairs)]  # reported since 2026-12-05
+    assert again == expected
 
 
 def test_the_stored_run_renders_as_it_did(bringup_report):
@@ -55,7 +58,7 @@ def test_ratios_are_of_medians_and_each_run():
         {"run": 3, "provision": provision(200.0, 30.0), "baseline": {"seconds": 600.0, "nodes": []}},
     ]
     got = summary.summarise(3, runs, {})
-    assert got["provision_to_baseline"] == {"runs": [0.25, 0.6, 0.333], "of_medians": 0.4}
+    assert got["provision_to_baseline"] == {"runs": [0.25, 0.6, 0.333], "of_medians": 0.4, "spread": [0.25, 0.6]}
     assert got["targets"]["provision_vs_baseline"]["met"] is True
     assert got["second_to_first"] == 0.05  # median of 0.05, 0.03, 0.15
     assert got["targets"]["second_run_share"] == {
@@ -272,3 +275,19 @@ def test_a_report_without_everyday_launches_still_calls_the_last_one_a_full_laun
     assert "| train.yml launch overhead, 3 nodes, full launch (the last train.yml) | 131.1 s |" in text
     assert "## Everyday launches" not in text
     assert "everyday train.yml launch overhead" not in text
+
+
+def test_bytes_out_of_the_controller_count_in_wheelhouses(bringup_report):
+    measured = {"wheels": 3, "from_index_bytes": 100_000_000}
+    sent = [
+        {"m": 110_000_000, "w1": 5_000_000},
+        {"m": 300_000_000, "w1": 6_000_000},
+        {"m": 120_000_000, "w1": 5_000_000},
+    ]
+    runs = [{"run": 1, "provision": {**provision(100.0), "bytes": measured, "controller_sent": s}} for s in sent]
+    got = summary.summarise(2, runs, {})
+    assert got["controller_sent_bytes"] == {"runs": [115_000_000, 306_000_000, 125_000_000], "median": 125_000_000}
+    assert got["controller_sent_wheelhouses"] == 1.25
+    shown = {**bringup_report["summary"], **{k: v for k, v in got.items() if k.startswith("controller_sent")}}
+    text = report.markdown({**bringup_report, "summary": shown})
+    assert "| out of the controller over SSH, a provision.yml | 125.0 MB (1.25x the wheelhouse) | 115.0 MB," in text
