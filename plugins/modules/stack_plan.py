@@ -28,88 +28,31 @@ options:
     type: dict
     required: true
     suboptions:
-      profile:
-        description: "Name of the stack profile."
-        type: str
-        required: true
-      custom_profiles:
-        description: "Profiles of the user."
-        type: dict
-        default: {}
-      overrides:
-        description: "Pin overrides, package to version or null."
-        type: dict
-        default: {}
-      extra_packages:
-        description: "Extra requirement lines."
-        type: list
-        elements: str
-        default: []
-      allow_yanked:
-        description: "Whether yanked pins may be installed."
-        type: bool
-        default: false
-      lock:
-        description: "Whether the profile's lock constrains the install."
-        type: bool
-        default: true
-      index_url:
-        description: "Primary index; null keeps the profile's."
-        type: str
-      extra_index_urls:
-        description: "Extra indexes; null keeps the profile's."
-        type: list
-        elements: str
-      find_links:
-        description: "Find-links locations; null keeps the profile's."
-        type: list
-        elements: str
-      index_check_timeout:
-        description: "Seconds per index of the index check, 1 or more."
-        type: int
-        default: 10
-      unreachable_indexes:
-        description: "V(fail) or V(skip)."
-        type: str
-        default: fail
-      venv:
-        description: "Path of the virtualenv."
-        type: str
-        required: true
-      user:
-        description: "User that owns the virtualenv."
-        type: str
-        required: true
-      group:
-        description: "Group that owns it; null is the user's primary group."
-        type: str
-      base_python:
-        description: "Interpreter the virtualenv is made from."
-        type: str
-        default: python3
-      install_mode:
-        description: "V(wheelhouse) or V(direct)."
-        type: str
-        default: wheelhouse
-      controller_pip:
-        description: "pip on the controller, C([PYTHON, -m, pip])."
-        type: list
-        elements: str
+      profile: {description: "Name of the stack profile.", type: str, required: true}
+      custom_profiles: {description: "Profiles of the user.", type: dict, default: {}}
+      overrides: {description: "Pin overrides, package to version or null.", type: dict, default: {}}
+      extra_packages: {description: "Extra requirement lines.", type: list, elements: str, default: []}
+      allow_yanked: {description: "Whether yanked pins may be installed.", type: bool, default: false}
+      lock: {description: "Whether the profile's lock constrains the install.", type: bool, default: true}
+      index_url: {description: "Primary index; null keeps the profile's.", type: str}
+      extra_index_urls: {description: "Extra indexes; null keeps the profile's.", type: list, elements: str}
+      find_links: {description: "Find-links locations; null keeps the profile's.", type: list, elements: str}
+      index_check_timeout: {description: "Seconds per index of the index check, 1 or more.", type: int, default: 10}
+      unreachable_indexes: {description: "V(fail) or V(skip).", type: str, default: fail}
+      venv: {description: "Path of the virtualenv.", type: str, required: true}
+      user: {description: "User that owns the virtualenv.", type: str, required: true}
+      group: {description: "Group that owns it; null is the user's primary group.", type: str}
+      base_python: {description: "Interpreter the virtualenv is made from.", type: str, default: python3}
+      install_mode: {description: "V(wheelhouse) or V(direct).", type: str, default: wheelhouse}
+      controller_pip: {description: "pip on the controller, C([PYTHON, -m, pip]).", type: list, elements: str}
       controller_pip_extra_args:
         description: "Extra arguments of pip download."
         type: list
         elements: str
         default: []
-      controller_cache:
-        description: "Folder of the downloads on the controller."
-        type: str
-      node_wheelhouse:
-        description: "Folder of the copied wheels on the node."
-        type: str
-      import_every_run:
-        description: "Import the stack on every run."
-        type: bool
-        default: false
+      controller_cache: {description: "Folder of the downloads on the controller.", type: str}
+      node_wheelhouse: {description: "Folder of the copied wheels on the node.", type: str}
+      import_every_run: {description: "Import the stack on every run.", type: bool, default: false}
   profiles:
     description: The built-in profiles (the role's vars/profiles.yml).
     type: dict
@@ -140,18 +83,10 @@ options:
     description: The virtualenv as the node has it.
     type: dict
     suboptions:
-      manifest:
-        description: "The manifest of the earlier install (its text), null when there is none."
-        type: str
-      freeze:
-        description: "The virtualenv's pip freeze."
-        type: str
-      report:
-        description: "amx.cluster.node_info's import, null when the stack was not imported again."
-        type: dict
-      earlier:
-        description: "The earlier manifest, as the install step returned it."
-        type: dict
+      manifest: {description: "The manifest of the earlier install (its text), null when there is none.", type: str}
+      freeze: {description: "The virtualenv's pip freeze.", type: str}
+      report: {description: "amx.cluster.node_info's import, null when the stack was not imported again.", type: dict}
+      earlier: {description: "The earlier manifest, as the install step returned it.", type: dict}
 attributes:
   action:
     support: full
