@@ -891,7 +891,7 @@ def pin_mismatches(resolved: Mapping[str, Any], versions: Mapping[str, Any]) -> 
         if pin is None:
             continue
         got = str(versions.get(entry["key"]))
-        if (got if "+" in pin else got.split("+")[0]) != pin:
+        if (got if "+" in pin else got.split("+", maxsplit=1)[0]) != pin:
             out.append(f"{entry['package']} {got} (pinned {pin})")
     return out
 
