@@ -9,6 +9,7 @@ host at once, and otherwise returns the values the role's tasks use. It changes 
 
 from __future__ import annotations
 
+import os
 from typing import Any, Dict, Optional
 
 from ansible.plugins.action import ActionBase
@@ -33,6 +34,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
             "controller_pip_extra_args": {**_LIST_OF_STR, "default": []},
             "depth": {"type": "int", "default": 1},
             "dir": {"type": "str", "required": True},
+            "user": {"type": "str"},
             "node_wheelhouse": {"type": "str"},
             "controller_cache": {"type": "str"},
             "index_url": {"type": "str"},
@@ -60,6 +62,15 @@ ARGUMENT_SPEC: Dict[str, Any] = {
             "libc": {**_LIST_OF_STR, "required": True},
         },
     },
+    "checkout": {
+        "type": "dict",
+        "options": {
+            "home": {"type": "str"},
+            "stat": {"type": "dict", "default": {}},
+            "writable": {"type": "bool"},
+        },
+    },
+    "downloaded": {"type": "path"},
 }
 
 
@@ -72,7 +83,22 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
-        computed = plan(args["settings"], args["stack"], args["freeze"], args["requirements"], args["node"])
+        # The wheels of a download on the controller (its folder), against what the node's virtualenv holds.
+        wheels = None
+        if args["downloaded"]:
+            folder = args["downloaded"]
+            names = os.listdir(folder) if os.path.isdir(folder) else []  # --check downloads nothing
+            wheels = sorted(os.path.join(folder, name) for name in names if name.endswith(".whl"))
+        computed = plan(
+            args["settings"],
+            args["stack"],
+            args["freeze"],
+            args["requirements"],
+            args["node"],
+            args["checkout"],
+            os.environ.get("HOME"),
+            wheels,
+        )
         result.update(computed, changed=False)
         if computed["problems"]:
             host = (task_vars or {}).get("inventory_hostname") or self._host.get_name()

@@ -29,6 +29,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import (
     normalize_name,
     parse_lock,
     platform_tags,
+    wheels_missing,
 )
 
 # The URL forms the role accepts (README "Repository URL"): https, ssh, git and file URLs, scp-like
@@ -403,32 +404,84 @@ def node_download(
     return spec
 
 
+def checkout_problems(
+    settings: Mapping[str, Any], checkout: Mapping[str, Any], controller_home: Optional[str], reported: Sequence[str]
+) -> List[str]:
+    """The checkout user, and the role's folders: never a system folder or the user's home (inputs.folder_problems,
+    the collection's one list); an existing checkout folder is used as it is, so it must be a folder (or a link to
+    one) that the user can write to. ``checkout`` is what the role's probes found (the user's ``home``, null when
+    there is no such user; the folder's ``stat``; ``writable``); ``reported``: the problems found already."""
+    from ansible_collections.amx.cluster.plugins.module_utils.inputs import folder_problems
+
+    user, folder = settings.get("user"), settings.get("dir")
+    if checkout.get("home") is None:
+        return [f"the user '{user}' that should own {folder} does not exist. Create it, or set hf_examples_user."]
+    home = checkout["home"]
+    found = folder_problems({f"hf_examples_{k}": settings.get(k) for k in ("dir", "node_wheelhouse")}, home=home)
+    cache = {"hf_examples_controller_cache": settings.get("controller_cache")}
+    found += folder_problems(cache, home=controller_home, absolute=False)
+    # A relative path is reported once, by settings_problems.
+    found = [text for text in found if not any(problem.startswith(text) for problem in reported)]
+    problems = []
+    if found:
+        problems.append(
+            f"{'; '.join(found)}. The role creates its folders with an owner and a mode, which must never happen to a "
+            f"folder of the system or of a user: set {'it' if len(found) == 1 else 'them'} to a folder of its own, "
+            "such as /opt/amx-cluster/transformers."
+        )
+    stat = checkout.get("stat") or {}
+    if not stat.get("exists") or not posixpath.isabs(str(folder)):
+        return problems
+    links = folder_problems(
+        {"hf_examples_dir": folder}, resolved={"hf_examples_dir": stat.get("lnk_source") or ""}, home=home
+    )
+    if links or not (stat.get("isdir") or stat.get("islnk")):
+        what = "; ".join(links) if links else f"hf_examples_dir {folder} exists but is not a folder"
+        problems.append(f"{what}. Set hf_examples_dir to a folder of its own (nothing was changed).")
+    elif checkout.get("writable") is False:
+        problems.append(
+            f"hf_examples_dir {folder} exists and is not writable by {user}. The role uses an existing folder as it is "
+            f"and never changes its owner or mode: make it writable by {user} yourself, or set hf_examples_dir to "
+            f"another folder (an absent one is created for {user})."
+        )
+    return problems
+
+
 def plan(
     settings: Mapping[str, Any],
     stack: Optional[Mapping[str, Any]] = None,
     freeze: Optional[str] = None,
     requirements: Optional[str] = None,
     node: Optional[Mapping[str, Any]] = None,
+    checkout: Optional[Mapping[str, Any]] = None,
+    controller_home: Optional[str] = None,
+    downloaded: Optional[Sequence[str]] = None,
 ) -> Dict[str, Any]:
     """What the role needs to know, from what is known so far: ``problems`` (every one, empty when the role may go
-    on), the ``indexes`` and the ``lock`` of the requirements; with ``freeze`` (the virtualenv's pip freeze) the
-    ``constraints`` of the install; with ``requirements`` and ``node`` (the node's marker values and C library) too,
-    the ``download`` the controller makes for it. The values are left out when there are problems."""
+    on), the ``indexes`` (and their pip ``index_args``) and the ``lock`` of the requirements; with ``checkout`` (what
+    the probes found, see checkout_problems) the folders are checked too; with ``freeze`` (the virtualenv's pip
+    freeze) the ``constraints`` of the install; with ``requirements`` and ``node`` (the node's marker values and C
+    library) too, the ``download`` the controller makes for it; with ``downloaded`` (the wheel files of that download)
+    and ``freeze``, the ``wheels_missing``: the wheels the virtualenv does not hold at their version. The values are
+    left out when there are problems."""
     stack = stack or {}
     problems = settings_problems(settings, stack)
+    if checkout is not None:
+        problems += checkout_problems(settings, checkout, controller_home, problems)
     if problems:
         return {"problems": problems}
     lock = stack_lock(settings, stack)
-    result: Dict[str, Any] = {
-        "problems": [],
-        "indexes": requirement_indexes(settings, stack),
-        "lock": lock,
-    }
+    indexes = requirement_indexes(settings, stack)
+    result: Dict[str, Any] = {"problems": [], "indexes": indexes, "index_args": index_args(indexes), "lock": lock}
+    if checkout is not None:
+        result["dir_absent"] = not (checkout.get("stat") or {}).get("exists")
     if freeze is not None:
         result["constraints"] = constraints_text(freeze, lock)
-        if requirements is not None and node is not None:
-            try:
+        try:
+            if requirements is not None and node is not None:
                 result["download"] = node_download(settings, stack, requirements, freeze, node)
-            except ExamplesError as error:
-                return {"problems": [str(error)]}
+            if downloaded is not None:
+                result["wheels_missing"] = wheels_missing(downloaded, freeze)
+        except (ExamplesError, StackProfileError) as error:
+            return {"problems": [str(error)]}
     return result

@@ -523,3 +523,432 @@ def wheels_missing(wheel_files: Iterable[str], freeze_text: str) -> List[str]:
         if installed.get(name, "").lower() != version.lower():
             missing.append(filename)
     return sorted(missing)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The plan of the torch_stack role (its action amx.cluster.stack_plan): every check of the settings and the node at
+# once, and the values the role's tasks use.
+#
+# ``settings`` holds the role's variables without their torch_stack_ prefix; ``node`` what the role's read-only
+# probes found on the node (os_family, distribution, the base Python's node_info result or its error, the user's and
+# the group's entries, the virtualenv folder's stat and whether the user can write to it).
+
+INSTALL_MODES = ("wheelhouse", "direct")
+UNREACHABLE_MODES = ("fail", "skip")
+
+# Python module to import, and key in torch_stack_versions, for each package the role reports on.
+STACK_IMPORTS = (
+    {"package": TORCH, "module": "torch", "key": "torch"},
+    {"package": TRANSFORMERS, "module": "transformers", "key": "transformers"},
+    {"package": IPEX, "module": "intel_extension_for_pytorch", "key": "ipex"},
+    {"package": ONECCL, "module": "oneccl_bindings_for_pytorch", "key": "oneccl"},
+    {"package": "accelerate", "module": "accelerate", "key": "accelerate"},
+    {"package": "datasets", "module": "datasets", "key": "datasets"},
+    {"package": "tokenizers", "module": "tokenizers", "key": "tokenizers"},
+)
+
+
+def uses_lock(settings: Mapping[str, Any]) -> bool:
+    """The collection's locks belong to its own profiles: a custom profile, even of the same name, has none."""
+    return bool(settings.get("lock")) and settings.get("profile") not in (settings.get("custom_profiles") or {})
+
+
+def _relative_paths(settings: Mapping[str, Any]) -> List[str]:
+    names = ["venv"] + (["node_wheelhouse", "controller_cache"] if settings.get("install_mode") == "wheelhouse" else [])
+    return [name for name in names if not str(settings.get(name) or "").startswith("/")]
+
+
+def folder_checks(
+    settings: Mapping[str, Any], node: Mapping[str, Any], controller_home: Optional[str], skip: Sequence[str] = ()
+) -> List[str]:
+    """The role's folders: never a system folder or the user's home (inputs.folder_problems, the collection's one
+    list), and an existing virtualenv folder is used as it is, so it must be a folder (or a link to one) that the
+    user can write to. ``skip``: the variables already reported (a relative path)."""
+    from ansible_collections.amx.cluster.plugins.module_utils.inputs import folder_problems
+
+    home = (node.get("user") or {}).get("home") or ""
+    named = {f"torch_stack_{k}": settings.get(k) for k in ("venv", "node_wheelhouse") if k not in skip}
+    found = folder_problems(named, home=home)
+    if "controller_cache" not in skip:
+        cache = {"torch_stack_controller_cache": settings.get("controller_cache")}
+        found += folder_problems(cache, home=controller_home, absolute=False)
+    problems = []
+    if found:
+        problems.append(
+            f"{'; '.join(found)}. The role creates its folders with an owner and a mode, which must never happen to a "
+            f"folder of the system or of a user: set {'it' if len(found) == 1 else 'them'} to a folder of its own, "
+            "such as /opt/amx-cluster/venv"
+        )
+    stat = node.get("venv_stat") or {}
+    if "venv" in skip or not stat.get("exists"):
+        return problems
+    venv = settings.get("venv")
+    links = folder_problems(
+        {"torch_stack_venv": venv}, resolved={"torch_stack_venv": stat.get("lnk_source") or ""}, home=home
+    )
+    if links or not (stat.get("isdir") or stat.get("islnk")):
+        what = "; ".join(links) if links else f"torch_stack_venv {venv} exists but is not a folder"
+        problems.append(f"{what}. Set torch_stack_venv to a folder of its own (nothing was changed)")
+    elif node.get("venv_writable") is False:
+        user = settings.get("user")
+        problems.append(
+            f"torch_stack_venv {venv} exists and is not writable by {user}. The role uses an existing folder as it is "
+            f"and never changes its owner or mode: make it writable by {user} yourself, or set torch_stack_venv to "
+            f"another folder (an absent one is created for {user})"
+        )
+    return problems
+
+
+def node_problems(settings: Mapping[str, Any], node: Mapping[str, Any]) -> List[str]:
+    """What the read-only probes found wrong on the node: its OS, the user, the group, the base Python."""
+    problems = []
+    family = node.get("os_family")
+    if family not in ("Debian", "RedHat"):
+        problems.append(
+            "torch_stack supports the Debian family (Debian, Ubuntu) and the RHEL family (RHEL, Rocky, Alma, Amazon "
+            f"Linux), not {node.get('distribution')} ({family})"
+        )
+    user, venv = settings.get("user"), settings.get("venv")
+    if not node.get("user"):
+        problems.append(
+            f"the user '{user}' that should own {venv} does not exist. Create it first, or set torch_stack_user to an "
+            "existing user"
+        )
+    group = settings.get("group")
+    if group is not None and not node.get("group_exists"):
+        problems.append(
+            f"the group '{group}' (torch_stack_group) that should own {venv} does not exist. Create it first, or set "
+            "torch_stack_group to an existing group (null takes the user's primary group)"
+        )
+    if not isinstance(node.get("python"), Mapping):
+        problems.append(
+            f"cannot run torch_stack_base_python '{settings.get('base_python')}' "
+            f"({str(node.get('python_error') or '').strip()}). Install Python or set torch_stack_base_python to an "
+            "interpreter on the node"
+        )
+    return problems
+
+
+def resolve_for_node(
+    settings: Mapping[str, Any], profiles: Mapping[str, Any], python_version: str, lock_text: Optional[str]
+) -> Dict[str, Any]:
+    """resolve_profile with the role's settings; its error as a StackProfileError that says what to fix."""
+    try:
+        return resolve_profile(
+            profiles,
+            settings["profile"],
+            settings.get("overrides"),
+            settings.get("extra_packages"),
+            settings.get("index_url"),
+            settings.get("extra_index_urls"),
+            settings.get("find_links"),
+            lock_text,
+            uses_lock(settings),
+        )
+    except StackProfileError as error:
+        custom = (
+            "torch_stack_custom_profiles (every profile needs description, python_min, python_max, index_url, "
+            "extra_index_urls, find_links and packages with a torch pin; see vars/profiles.yml), "
+            if settings["profile"] in (settings.get("custom_profiles") or {})
+            else ""
+        )
+        raise StackProfileError(
+            f"profile '{settings['profile']}' cannot be resolved: {error}. Fix {custom}torch_stack_overrides or "
+            "torch_stack_extra_packages"
+        ) from error
+
+
+def index_urls(resolved: Mapping[str, Any]) -> List[str]:
+    """Every index and find-links location of the profile, the ones the index check asks."""
+    urls = [resolved.get("index_url"), *resolved["extra_index_urls"], *resolved["find_links"]]
+    return [url for url in urls if url]
+
+
+def unreachable(urls: Sequence[str], answers: Sequence[Mapping[str, Any]]) -> List[str]:
+    """The ``urls`` that did not answer, from the registered results of the index check's tasks (uri: no status, or
+    not 2xx/3xx; stat: no such path). A URL no result names was not asked and counts as answering."""
+    bad = set()
+    for answer in answers:
+        if not isinstance(answer, Mapping) or answer.get("skipped") or "item" not in answer:
+            continue
+        if isinstance(answer.get("stat"), Mapping):
+            good = bool(answer["stat"].get("exists"))
+        else:
+            status = answer.get("status")
+            good = isinstance(status, int) and 200 <= status < 400
+        if not good:
+            bad.add(answer["item"])
+    return [url for url in urls if url in bad]
+
+
+def wheelhouse_spec(
+    resolved: Mapping[str, Any],
+    python: Mapping[str, Any],
+    markers: Mapping[str, Any],
+    platforms: Sequence[str],
+    cache: str,
+    extra_args: Sequence[str] = (),
+) -> Dict[str, Any]:
+    """One node's controller download: its key, folder (``dest``, under ``cache``), pip arguments (into
+    ``dest``.partial), the files written beside the wheels, and the node's marker values for pip."""
+    key = wheelhouse_key(resolved, python["version"], platforms, markers)
+    dest = f"{cache}/{key}"
+    args = pip_download_args(resolved, python["version"], platforms, dest + ".partial")
+    return {
+        "key": key,
+        "name": resolved["name"],
+        "python": major_minor(python["version"]),
+        "platforms": list(platforms),
+        "markers": dict(markers),
+        "dest": dest,
+        "args": ["download", "--disable-pip-version-check", *args, *[str(a) for a in extra_args]],
+        "files": {"requirements.txt": requirements_text(resolved), CONSTRAINTS_FILE: constraints_text(resolved, "")},
+    }
+
+
+def requirements_text(resolved: Mapping[str, Any]) -> str:
+    return "".join(f"{line}\n" for line in resolved["requirements"])
+
+
+def constraints_text(resolved: Mapping[str, Any], floating: Optional[str] = None) -> str:
+    """The lock's lines; for a profile that floats, ``floating`` (the virtualenv's file holds a comment there)."""
+    if resolved.get("constraints"):
+        return "".join(f"{line}\n" for line in resolved["constraints"])
+    if floating is not None:
+        return floating
+    return f"# profile {resolved['name']} has no lock here: its unpinned packages float\n"
+
+
+def plan(
+    settings: Mapping[str, Any],
+    profiles: Mapping[str, Any],
+    yanked: Optional[Mapping[str, Any]],
+    node: Mapping[str, Any],
+    lock_text: Optional[str] = None,
+    answers: Optional[Sequence[Mapping[str, Any]]] = None,
+    controller_home: Optional[str] = None,
+) -> Dict[str, Any]:
+    """Every problem of the settings and the node (``problems``, empty when the role may go on) and, when there is
+    none, what the role's tasks use. ``answers`` are the results of the index check: the indexes that did not answer
+    are refused (torch_stack_unreachable_indexes: fail) or left out (skip, named in ``left_out``)."""
+    problems: List[str] = []
+    all_profiles = {**profiles, **(settings.get("custom_profiles") or {})}
+    name = settings.get("profile")
+    if name not in all_profiles:
+        problems.append(
+            f"unknown torch_stack_profile '{name}'. Choose one of {', '.join(sorted(all_profiles))}, or define it in "
+            "torch_stack_custom_profiles"
+        )
+    relative = _relative_paths(settings)
+    if relative:
+        listed = ", ".join(f"torch_stack_{k} is '{settings.get(k)}'" for k in relative)
+        problems.append(
+            f"{listed}: a relative path (or one with ~) would land wherever the task happens to run. Set "
+            f"{' and '.join('torch_stack_' + k for k in relative)} to a full path, such as /opt/amx-cluster/venv"
+        )
+    timeout = settings.get("index_check_timeout")
+    if not isinstance(timeout, int) or timeout < 1:
+        problems.append(
+            f"torch_stack_index_check_timeout is {timeout}: give the seconds to wait for each index (1 or more), or "
+            "set torch_stack_index_check: false to skip the check"
+        )
+    if settings.get("install_mode") not in INSTALL_MODES:
+        problems.append("torch_stack_install_mode must be wheelhouse or direct")
+    if settings.get("unreachable_indexes") not in UNREACHABLE_MODES:
+        problems.append("torch_stack_unreachable_indexes must be fail or skip")
+    wheelhouse = settings.get("install_mode") == "wheelhouse"
+    if wheelhouse:
+        from ansible_collections.amx.cluster.plugins.module_utils.examples import controller_pip_problem
+
+        problems += [
+            p for p in [controller_pip_problem(settings.get("controller_pip"), "torch_stack_controller_pip")] if p
+        ]
+    problems += node_problems(settings, node)
+    problems += folder_checks(settings, node, controller_home, skip=relative)
+    python = node.get("python") if isinstance(node.get("python"), Mapping) else None
+    resolved = None
+    if python and name in all_profiles:
+        try:
+            resolved = resolve_for_node(settings, all_profiles, python["version"], lock_text)
+        except StackProfileError as error:
+            problems.insert(0, str(error))
+        else:
+            found = profile_problems(resolved, python["version"], bool(settings.get("allow_yanked")), yanked)
+            if found:
+                problems.insert(0, f"profile '{name}' cannot be installed: {' | '.join(found)}")
+    glibc = bool(python) and python.get("libc") == "glibc" and bool(python.get("libc_version"))
+    if python and wheelhouse and not glibc:
+        problems.append(
+            f"the base Python reports libc '{python.get('libc')} {python.get('libc_version')}', not glibc: the "
+            "controller cannot pick manylinux wheels for it. Set torch_stack_install_mode: direct"
+        )
+    if problems or resolved is None:
+        return {"problems": problems}
+
+    urls = index_urls(resolved)
+    missing = unreachable(urls, answers or [])
+    blocking = (
+        missing if settings.get("unreachable_indexes") == "fail" else [u for u in missing if u == resolved["index_url"]]
+    )
+    if blocking:
+        where = "the controller" if wheelhouse else "the node"
+        return {
+            "problems": [
+                f"{where} cannot reach the package index(es) of profile '{name}' (no answer, an HTTP error, or no such "
+                f"path): {' | '.join(blocking)}. Fix the URL, or point torch_stack_index_url / "
+                "torch_stack_extra_index_urls / torch_stack_find_links at an index that answers (a local wheel folder "
+                "works), or set torch_stack_unreachable_indexes: skip to go on without an extra index that does not "
+                "answer"
+            ]
+        }
+    if missing:
+        resolved = dict(
+            resolved,
+            extra_index_urls=[u for u in resolved["extra_index_urls"] if u not in missing],
+            find_links=[u for u in resolved["find_links"] if u not in missing],
+        )
+    platforms = platform_tags(python["machine"], python["libc_version"]) if glibc else []
+    markers = node.get("markers") or {}
+    result: Dict[str, Any] = {
+        "problems": [],
+        "resolved": resolved,
+        "requirements_sha256": requirements_hash(resolved),
+        "python": major_minor(python["version"]),
+        "index_urls": urls,
+        "left_out": missing,
+        "index_args": index_args(resolved),
+        "requirements": requirements_text(resolved),
+        "constraints": constraints_text(resolved),
+        "imports": [dict(entry) for entry in STACK_IMPORTS],
+        "group": settings.get("group") if settings.get("group") is not None else node.get("primary_group"),
+        "venv_absent": not (node.get("venv_stat") or {}).get("exists"),
+        # Where the node's pinned wheels must be listed (amx.cluster.stack_sources).
+        "source_check": {
+            "name": node.get("name") or "",
+            "pins": resolved["pins"],
+            "indexes": ([resolved["index_url"]] if resolved["index_url"] else []) + resolved["extra_index_urls"],
+            "find_links": resolved["find_links"],
+            "default_index": resolved["index_url"] is None,
+            "left_out": missing,
+            "python": python["version"],
+            "platforms": platforms,
+        },
+    }
+    if wheelhouse:
+        result["wheelhouse"] = wheelhouse_spec(
+            resolved,
+            python,
+            markers,
+            platforms,
+            settings["controller_cache"],
+            settings.get("controller_pip_extra_args") or (),
+        )
+    return result
+
+
+def _earlier(manifest_text: Optional[str]) -> Dict[str, Any]:
+    """The manifest of an earlier install; a file that is not a JSON object counts as none (installed again)."""
+    try:
+        earlier = json.loads(manifest_text) if manifest_text else {}
+    except ValueError:
+        return {}
+    return earlier if isinstance(earlier, dict) else {}
+
+
+def install_state(
+    profile: str,
+    resolved: Mapping[str, Any],
+    manifest_text: Optional[str],
+    freeze: Optional[str],
+    import_every_run: bool,
+) -> Dict[str, Any]:
+    """Whether the stack must be installed: no manifest (a first or an interrupted install), other requirements or
+    profile, or a package of the earlier install removed or changed by hand since. And whether it must be imported
+    again: after an install, or when the manifest rebuilt from today's pip freeze with the earlier import's versions
+    differs from the earlier manifest."""
+    earlier = _earlier(manifest_text)
+    lost = packages_lost(earlier.get("packages") or {}, freeze or "") if earlier else []
+    sha = requirements_hash(resolved)
+    needed = not earlier or earlier.get("requirements_sha256") != sha or earlier.get("profile") != profile or bool(lost)
+    versions = earlier.get("versions") if isinstance(earlier.get("versions"), Mapping) else {}
+    import_needed = bool(import_every_run) or needed or "python" not in versions
+    if not import_needed:
+        try:
+            again = build_manifest(profile, sha, freeze or "", versions, versions["python"])
+        except StackProfileError:
+            import_needed = True
+        else:
+            import_needed = again["manifest_sha256"] != earlier.get("manifest_sha256")
+    return {"install_needed": needed, "packages_lost": lost, "import_needed": import_needed, "earlier": earlier}
+
+
+def pin_mismatches(resolved: Mapping[str, Any], versions: Mapping[str, Any]) -> List[str]:
+    """The imported versions that differ from an exact pin; a pin without a local label (``2.8.0``) takes any local
+    build of it (``2.8.0+cpu``)."""
+    out = []
+    for entry in STACK_IMPORTS:
+        pin = resolved["pins"].get(entry["package"])
+        if pin is None:
+            continue
+        got = str(versions.get(entry["key"]))
+        if (got if "+" in pin else got.split("+", maxsplit=1)[0]) != pin:
+            out.append(f"{entry['package']} {got} (pinned {pin})")
+    return out
+
+
+def installed_stack(
+    profile: str,
+    resolved: Mapping[str, Any],
+    freeze: str,
+    report: Optional[Mapping[str, Any]],
+    earlier: Mapping[str, Any],
+    venv: str,
+) -> Dict[str, Any]:
+    """The manifest of the installed stack, the facts the role publishes, and every problem the verify step
+    reports. ``report`` is the import (amx.cluster.node_info with the virtualenv's Python), None when the earlier
+    import still describes the virtualenv (install_state); its versions are then the earlier manifest's."""
+    if report:
+        python = report["python"]["version"]
+        versions = {**report["versions"], "python": python}
+        errors = dict(report.get("import_errors") or {})
+    else:
+        versions = dict(earlier["versions"])
+        python, errors = versions["python"], {}
+    manifest = build_manifest(profile, requirements_hash(resolved), freeze, versions, python)
+    versions = manifest["versions"]
+    has_ipex, has_ccl = versions.get("ipex") is not None, versions.get("oneccl") is not None
+    dialect = (
+        transformers_dialect(versions["transformers"], has_ipex, has_ccl) if versions.get("transformers") else None
+    )
+    problems = []
+    if errors:
+        listed = " ".join(f"{key} ({str(error)[:300]})" for key, error in errors.items())
+        problems.append(
+            f"{venv}/bin/python cannot import: {listed}. Look at {venv}/torch-stack-requirements.txt and the pins in "
+            "torch_stack_overrides"
+        )
+    mismatches = pin_mismatches(resolved, versions)
+    if mismatches:
+        problems.append(
+            f"installed versions differ from the pins: {', '.join(mismatches)}. Remove {venv} and run the role again"
+        )
+    if has_ipex and versions.get("torch") and major_minor(versions["ipex"]) != major_minor(versions["torch"]):
+        problems.append(
+            f"IPEX {versions['ipex']} and torch {versions['torch']} differ in major.minor: IPEX will refuse to start. "
+            "Align them with torch_stack_overrides"
+        )
+    facts = {
+        "versions": versions,
+        "manifest_hash": manifest["manifest_sha256"],
+        "packages": manifest["packages"],
+        # The profile's indexes as the install used them (an extra index the check left out is not there).
+        "indexes": {k: resolved[k] for k in ("index_url", "extra_index_urls", "find_links")},
+        # The profile's lock for the node's Python (empty when the profile floats): hf_examples installs the
+        # example's requirements with it as constraints.
+        "constraints": list(resolved.get("constraints") or []),
+        "backend": dialect["backend"] if dialect else resolved["backend"],
+        "has_ipex": has_ipex,
+        "has_oneccl": has_ccl,
+        "transformers_dialect": dialect,
+    }
+    return {"manifest": manifest, "import_errors": errors, "verify_problems": problems, "facts": facts}

@@ -72,6 +72,9 @@ options:
         description: Folder of the checkout on the node, an absolute path.
         type: str
         required: true
+      user:
+        description: User that owns the checkout (C(hf_examples_user)), named in the problems of O(checkout).
+        type: str
       node_wheelhouse:
         description: Folder of the copied wheels on the node, an absolute path (wheelhouse mode).
         type: str
@@ -129,6 +132,23 @@ options:
         type: list
         elements: str
         required: true
+  checkout:
+    description: What the role's probes found on the node; gives the checks of the user and the folders.
+    type: dict
+    suboptions:
+      home:
+        description: The home folder of O(settings.user); null when there is no such user.
+        type: str
+      stat:
+        description: The stat of the checkout folder (C(exists), C(isdir), C(islnk), C(lnk_source)).
+        type: dict
+        default: {}
+      writable:
+        description: Whether the user can write to the existing checkout folder.
+        type: bool
+  downloaded:
+    description: The folder of the node's download on the controller; with O(freeze), gives RV(wheels_missing).
+    type: path
 attributes:
   action:
     support: full
@@ -179,6 +199,20 @@ indexes:
     C(find_links), each the setting's where given, else torch_stack's.
   returned: success
   type: dict
+index_args:
+  description: pip's options that name RV(indexes).
+  returned: success
+  type: list
+  elements: str
+dir_absent:
+  description: Whether the checkout folder is absent (the role then creates it).
+  returned: when O(checkout) is given
+  type: bool
+wheels_missing:
+  description: The wheel files of O(downloaded) that the virtualenv does not hold at their version.
+  returned: when O(downloaded) and O(freeze) are given
+  type: list
+  elements: str
 lock:
   description: The profile's lock when the virtualenv is torch_stack's, else empty.
   returned: success

@@ -119,7 +119,6 @@ def test_the_collection_ships_plugins_of_each_kind():
     # The discovery itself works: these kinds exist today, so an empty result would be a broken search.
     found = shipped()
     assert {"module", "filter", "inventory"} <= set(found)
-    assert "stack_resolve" in found["filter"]
     assert "cluster_shape" in found["filter"]
 
 

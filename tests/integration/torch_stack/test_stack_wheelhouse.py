@@ -77,8 +77,8 @@ def host_vars(node) -> dict:
     }
     python = probe["python"]
     platforms = sp.platform_tags(python["machine"], python["libc_version"])
-    spec = {"python": sp.major_minor(python["version"]), "platforms": platforms, "markers": probe["markers"]}
-    spec.update(resolved=resolved, key=sp.wheelhouse_key(resolved, python["version"], platforms, probe["markers"]))
+    cache = str(top / "controller's cache")
+    spec = sp.wheelhouse_spec(resolved, python, probe["markers"], platforms, cache, ["--no-index"])
     # Where the role's install step wrote them (its vars/main.yml derives the path from torch_stack_venv).
     (node["venv"] / "torch-stack-requirements.txt").write_text("alpha==1.0\n")
     (node["venv"] / "torch-stack-constraints.txt").write_text("# profile stand-in has no lock here\n")
@@ -87,11 +87,10 @@ def host_vars(node) -> dict:
         "ansible_python_interpreter": str(VENV_BIN / "python"),
         "torch_stack_user": "root",
         "torch_stack_venv": str(node["venv"]),
-        "torch_stack_controller_cache": str(top / "controller's cache"),
-        "torch_stack_controller_pip_extra_args": ["--no-index"],
+        "torch_stack_controller_cache": cache,
         "torch_stack_node_wheelhouse": str(top / "node-wheelhouse"),
-        "__torch_stack_install_needed": True,
-        "__torch_stack_wheelhouse": spec,
+        "__torch_stack_state": {"install_needed": True},
+        "__torch_stack_plan": {"wheelhouse": spec},
     }
 
 

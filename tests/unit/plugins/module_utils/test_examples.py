@@ -269,7 +269,12 @@ NODE = {"markers": NODE_38, "libc": ["glibc", "2.31"]}
 
 
 def test_good_settings_plan_the_indexes_and_the_lock_of_torch_stacks_venv():
-    assert ex.plan(SETTINGS, STACK) == {"problems": [], "indexes": INDEXES, "lock": ["accelerate==0.15.0"]}
+    assert ex.plan(SETTINGS, STACK) == {
+        "problems": [],
+        "indexes": INDEXES,
+        "index_args": ex.index_args(INDEXES),
+        "lock": ["accelerate==0.15.0"],
+    }
     # A virtualenv of one's own takes neither the lock nor the script check.
     own = ex.plan({**SETTINGS, "venv_python": "/srv/venv/bin/python"}, {**STACK, "packages": {}})
     assert own["problems"] == [] and own["lock"] == []
@@ -342,3 +347,47 @@ def test_a_node_the_wheels_cannot_fit_is_a_problem_that_names_this_roles_direct_
     ]
     ironpython = {"markers": {**NODE_38, "implementation_name": "ironpython"}, "libc": ["glibc", "2.31"]}
     assert "not CPython or PyPy" in ex.plan(SETTINGS, STACK, "", "x\n", ironpython)["problems"][0]
+
+
+CHECKOUT = {"home": "/home/me", "stat": {"exists": False}, "writable": None}
+
+
+@pytest.mark.parametrize(
+    ("settings", "checkout", "expect"),
+    [
+        ({}, {"home": None}, "the user 'me' that should own /opt/amx-cluster/transformers does not exist"),
+        ({"dir": "/usr/local"}, {}, "hf_examples_dir is '/usr/local', a system folder. The role creates its folders"),
+        ({"node_wheelhouse": "/var/cache"}, {}, "hf_examples_node_wheelhouse is '/var/cache', a system folder"),
+        ({"controller_cache": "/usr"}, {}, "hf_examples_controller_cache is '/usr', a system folder"),
+        (
+            {"dir": "/srv/link"},
+            {"stat": {"exists": True, "islnk": True, "lnk_source": "/etc"}},
+            "hf_examples_dir is '/srv/link', a link to '/etc', a system folder. Set hf_examples_dir",
+        ),
+        ({}, {"stat": {"exists": True, "isdir": False}}, "exists but is not a folder"),
+        ({}, {"stat": {"exists": True, "isdir": True}, "writable": False}, "is not writable by me"),
+    ],
+)
+def test_the_checkout_user_and_folders_are_checked(settings, checkout, expect):
+    planned = ex.plan({**SETTINGS, "user": "me", **settings}, STACK, checkout={**CHECKOUT, **checkout})
+    assert len(planned["problems"]) == 1 and expect in planned["problems"][0], planned["problems"]
+
+
+def test_a_good_checkout_says_whether_the_folder_is_made_and_a_relative_one_is_reported_once():
+    assert ex.plan({**SETTINGS, "user": "me"}, STACK, checkout=CHECKOUT)["dir_absent"]
+    there = {**CHECKOUT, "stat": {"exists": True, "isdir": True}, "writable": True}
+    assert ex.plan({**SETTINGS, "user": "me"}, STACK, checkout=there)["dir_absent"] is False
+    problems = ex.plan({**SETTINGS, "dir": "transformers"}, STACK, checkout=CHECKOUT)["problems"]
+    assert problems == [
+        "hf_examples_dir is 'transformers', not an absolute path: set it to a full path such as "
+        "/opt/amx-cluster/transformers."
+    ]
+
+
+def test_the_downloaded_wheels_the_venv_lacks():
+    wheels = ["/c/k/torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl", "/c/k/rich-13.0-py3-none-any.whl"]
+    planned = ex.plan(SETTINGS, STACK, freeze="torch==2.13.0+cpu\n", downloaded=wheels)
+    assert planned["wheels_missing"] == ["/c/k/rich-13.0-py3-none-any.whl"]
+    assert ex.plan(SETTINGS, STACK, freeze="", downloaded=["x.tar.gz"])["problems"] == [
+        "'x.tar.gz' is not a wheel file name"
+    ]

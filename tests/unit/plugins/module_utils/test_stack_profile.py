@@ -485,3 +485,243 @@ def test_python_versions():
     assert sp.python_versions("3.12.1", "3.12") == ["3.12"]
     with pytest.raises(sp.StackProfileError, match="not one of a single major version"):
         sp.python_versions("3.10", "3.8")
+
+
+# --- Bad input to the functions (the cases of the stack_* filters, removed in 0.2.0: the functions raise, the plan
+# turns that into a problem of the host).
+
+
+@pytest.mark.parametrize(
+    ("func", "args", "error", "message"),
+    [
+        (sp.resolve_profile, ({}, "native"), sp.StackProfileError, "no stack profiles are defined"),
+        (sp.platform_tags, ("x86_64", None), sp.StackProfileError, "the node has no glibc"),
+        (sp.major_minor, ("abc",), sp.StackProfileError, "cannot read a version"),
+        (sp.wheels_missing, (["x.tar.gz"], ""), sp.StackProfileError, "is not a wheel file name"),
+        (sp.profile_problems, ({}, "3.11"), KeyError, "name"),
+        (sp.stack_differences, (["not a mapping"],), AttributeError, "values"),
+        (sp.packages_lost, (["torch"], ""), sp.StackProfileError, "the recorded packages"),
+    ],
+)
+def test_bad_input_raises(func, args, error, message):
+    with pytest.raises(error, match=message):
+        func(*args)
+
+
+def test_pass_through():
+    assert sp.major_minor("2.8.0+cpu") == "2.8"
+    assert sp.platform_tags("x86_64", "2.28")[0] == "manylinux_2_28_x86_64"
+
+
+# --- The plan of amx.cluster.stack_plan
+
+PYTHON = {"version": "3.11.4", "machine": "x86_64", "libc": "glibc", "libc_version": "2.36"}
+MARKERS = {"python_version": "3.11", "platform_machine": "x86_64", "platform_release": "6.1"}
+SETTINGS = {
+    "profile": "native",
+    "custom_profiles": {},
+    "overrides": {},
+    "extra_packages": [],
+    "allow_yanked": False,
+    "lock": True,
+    "index_url": None,
+    "extra_index_urls": None,
+    "find_links": None,
+    "index_check_timeout": 10,
+    "unreachable_indexes": "fail",
+    "venv": "/opt/amx-cluster/venv",
+    "user": "ubuntu",
+    "group": None,
+    "base_python": "python3",
+    "install_mode": "wheelhouse",
+    "controller_pip": ["/usr/bin/python3", "-m", "pip"],
+    "controller_pip_extra_args": [],
+    "controller_cache": "/srv/cache/wheelhouse",
+    "node_wheelhouse": "/var/cache/amx-cluster/wheelhouse",
+    "import_every_run": False,
+}
+NODE = {
+    "name": "node1",
+    "os_family": "Debian",
+    "distribution": "Debian",
+    "python": PYTHON,
+    "markers": MARKERS,
+    "user": {"home": "/home/ubuntu"},
+    "group_exists": False,
+    "primary_group": "ubuntu",
+    "venv_stat": {"exists": False},
+    "venv_writable": None,
+}
+
+
+def make_plan(settings=None, node=None, answers=None, lock_text=None):
+    return sp.plan({**SETTINGS, **(settings or {})}, PROFILES, YANKED, {**NODE, **(node or {})}, lock_text, answers)
+
+
+def test_plan_gives_what_the_tasks_use():
+    planned = make_plan()
+    assert planned["problems"] == []
+    resolved = planned["resolved"]
+    assert resolved["name"] == "native" and planned["requirements_sha256"] == sp.requirements_hash(resolved)
+    assert planned["requirements"] == "".join(line + "\n" for line in resolved["requirements"])
+    assert planned["constraints"] == "# profile native has no lock here: its unpinned packages float\n"
+    assert planned["index_args"] == ["--extra-index-url", "https://download.pytorch.org/whl/cpu"]
+    assert planned["group"] == "ubuntu" and planned["venv_absent"] and planned["python"] == "3.11"
+    wheelhouse = planned["wheelhouse"]
+    platforms = sp.platform_tags("x86_64", "2.36")
+    assert wheelhouse["key"] == sp.wheelhouse_key(resolved, "3.11.4", platforms, MARKERS)
+    assert wheelhouse["dest"] == f"/srv/cache/wheelhouse/{wheelhouse['key']}"
+    assert wheelhouse["args"][:4] == [
+        "download",
+        "--disable-pip-version-check",
+        "--dest",
+        wheelhouse["dest"] + ".partial",
+    ]
+    assert wheelhouse["files"] == {"requirements.txt": planned["requirements"], "constraints.txt": ""}
+    check = planned["source_check"]
+    assert check["name"] == "node1" and check["platforms"] == platforms and check["default_index"]
+    assert [entry["key"] for entry in planned["imports"]][:2] == ["torch", "transformers"]
+    assert "wheelhouse" not in make_plan({"install_mode": "direct"})
+
+
+def test_plan_reads_the_lock_and_leaves_it_for_custom_profiles():
+    lock = "torch==2.13.0+cpu\nfilelock==3.0.0\n"
+    assert make_plan(lock_text=lock)["resolved"]["constraints"] == []  # native has no lock of its own
+    planned = sp.plan({**SETTINGS, "profile": "ipex-2.8"}, PROFILES, YANKED, NODE, lock, None)
+    assert "filelock==3.0.0" in planned["constraints"]
+    custom = {"ipex-2.8": PROFILES["ipex-2.8"]}
+    assert not sp.uses_lock({**SETTINGS, "profile": "ipex-2.8", "custom_profiles": custom})
+
+
+def test_plan_reports_every_problem_at_once():
+    planned = make_plan(
+        {
+            "profile": "recipe-2022",
+            "venv": "/opt",
+            "controller_pip": ["pip3"],
+            "index_check_timeout": 0,
+            "group": "nogroup",
+        },
+        {"user": None, "os_family": "Suse", "distribution": "SLES"},
+    )
+    problems = planned["problems"]
+    assert "resolved" not in planned
+    assert problems[0].startswith("profile 'recipe-2022' cannot be installed: profile 'recipe-2022' needs Python 3.8")
+    assert "is yanked from the package index" in problems[0]
+    joined = " | ".join(problems)
+    for text in (
+        "torch_stack_index_check_timeout is 0",
+        "torch_stack_controller_pip is ['pip3']",
+        "not SLES (Suse)",
+        "the user 'ubuntu' that should own /opt does not exist",
+        "the group 'nogroup' (torch_stack_group)",
+        "torch_stack_venv is '/opt', a system folder",
+    ):
+        assert text in joined, text
+
+
+@pytest.mark.parametrize(
+    ("settings", "node", "expect"),
+    [
+        ({"profile": "ipex-3.0"}, {}, "unknown torch_stack_profile 'ipex-3.0'. Choose one of ipex-2.7-ccl, ipex-2.8"),
+        ({"venv": "venv"}, {}, "torch_stack_venv is 'venv': a relative path"),
+        ({"overrides": {"torch": None}}, {}, "profile 'native' cannot be resolved: torch cannot be dropped"),
+        ({"install_mode": "offline"}, {}, "torch_stack_install_mode must be wheelhouse or direct"),
+        ({"unreachable_indexes": "maybe"}, {}, "torch_stack_unreachable_indexes must be fail or skip"),
+        ({}, {"python": None, "python_error": "no such file"}, "cannot run torch_stack_base_python 'python3' (no such"),
+        ({}, {"python": {**PYTHON, "libc": "", "libc_version": ""}}, "not glibc"),
+        ({"node_wheelhouse": "/var/tmp/"}, {}, "torch_stack_node_wheelhouse is '/var/tmp/', a system folder"),
+        ({"controller_cache": "/usr"}, {}, "torch_stack_controller_cache is '/usr', a system folder"),
+        (
+            {"venv": "/srv/venv-link"},
+            {"venv_stat": {"exists": True, "islnk": True, "lnk_source": "/usr"}},
+            "torch_stack_venv is '/srv/venv-link', a link to '/usr', a system folder. Set torch_stack_venv",
+        ),
+        ({}, {"venv_stat": {"exists": True, "isdir": False}}, "exists but is not a folder"),
+        ({}, {"venv_stat": {"exists": True, "isdir": True}, "venv_writable": False}, "is not writable by ubuntu"),
+    ],
+)
+def test_plan_problem(settings, node, expect):
+    problems = make_plan(settings, node)["problems"]
+    assert len(problems) == 1 and expect in problems[0], problems
+
+
+def test_an_existing_writable_venv_is_used_as_it_is():
+    planned = make_plan(node={"venv_stat": {"exists": True, "isdir": True}, "venv_writable": True})
+    assert planned["problems"] == [] and not planned["venv_absent"]
+
+
+def test_unreachable_indexes_fail_or_are_left_out():
+    closed = "http://127.0.0.1:9/simple/"
+    answers = [
+        {"item": closed, "msg": "Connection refused"},
+        {"item": "https://download.pytorch.org/whl/cpu", "status": 200},
+        {"item": "/srv/none", "stat": {"exists": False}},
+        {"skipped": True},
+    ]
+    failed = make_plan({"extra_index_urls": [closed, "https://download.pytorch.org/whl/cpu"]}, answers=answers)
+    (problem,) = failed["problems"]
+    assert problem.startswith("the controller cannot reach the package index(es) of profile 'native' (no answer, an")
+    assert f"path): {closed}. Fix the URL" in problem and "torch_stack_unreachable_indexes: skip" in problem
+    skipped = make_plan(
+        {"extra_index_urls": [closed], "find_links": ["/srv/none"], "unreachable_indexes": "skip"}, answers=answers
+    )
+    assert skipped["left_out"] == [closed, "/srv/none"]
+    assert skipped["resolved"]["extra_index_urls"] == [] and skipped["resolved"]["find_links"] == []
+    assert skipped["source_check"]["left_out"] == [closed, "/srv/none"]
+    # The main index is never left out.
+    main = make_plan({"index_url": closed, "unreachable_indexes": "skip", "install_mode": "direct"}, answers=answers)
+    assert main["problems"][0].startswith("the node cannot reach")
+    assert sp.unreachable(["a", "b"], [{"item": "a", "status": 500}, {"item": "b", "status": 301}]) == ["a"]
+
+
+STACK_FREEZE = "torch==2.13.0+cpu\ntransformers==5.24.0\n"
+RESOLVED = resolve("native", overrides={"accelerate": None, "datasets": None, "evaluate": None, "tokenizers": None})
+VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.24.0", "ipex": None, "oneccl": None, "python": "3.11.4"}
+
+
+def earlier_manifest(freeze=STACK_FREEZE, versions=VERSIONS):
+    return sp.build_manifest("native", sp.requirements_hash(RESOLVED), freeze, versions, "3.11.4")
+
+
+def test_install_state():
+    import json
+
+    text = json.dumps(earlier_manifest())
+    same = sp.install_state("native", RESOLVED, text, STACK_FREEZE, False)
+    assert same == {"install_needed": False, "packages_lost": [], "import_needed": False, "earlier": json.loads(text)}
+    assert sp.install_state("native", RESOLVED, text, STACK_FREEZE, True)["import_needed"]
+    assert sp.install_state("native", RESOLVED, None, None, False)["install_needed"]
+    assert sp.install_state("native", RESOLVED, "not json", STACK_FREEZE, False)["install_needed"]
+    assert sp.install_state("other", RESOLVED, text, STACK_FREEZE, False)["install_needed"]
+    lost = sp.install_state("native", RESOLVED, text, "torch==2.13.0+cpu\n", False)
+    assert lost["install_needed"] and lost["packages_lost"] == ["transformers: 5.24.0, now absent"]
+    # A package added by hand: nothing lost, but the manifest differs, so the stack is imported again.
+    added = sp.install_state("native", RESOLVED, text, STACK_FREEZE + "rich==13.0\n", False)
+    assert not added["install_needed"] and added["import_needed"]
+
+
+def test_installed_stack():
+    report = {"python": {"version": "3.11.4"}, "versions": dict(VERSIONS), "import_errors": {}}
+    done = sp.installed_stack("native", RESOLVED, STACK_FREEZE, report, {}, "/opt/venv")
+    assert done["manifest"] == earlier_manifest() and done["verify_problems"] == []
+    facts = done["facts"]
+    assert facts["manifest_hash"] == done["manifest"]["manifest_sha256"] and facts["backend"] == "gloo"
+    assert facts["transformers_dialect"]["cpu_flag"] == "--use_cpu" and not facts["has_ipex"]
+    assert sp.installed_stack("native", RESOLVED, STACK_FREEZE, None, earlier_manifest(), "/opt/venv")["manifest"] == (
+        earlier_manifest()
+    )
+    broken = {"python": {"version": "3.11.4"}, "versions": {**VERSIONS, "torch": None}, "import_errors": {"torch": "E"}}
+    problems = sp.installed_stack("native", RESOLVED, STACK_FREEZE, broken, {}, "/opt/venv")["verify_problems"]
+    assert problems[0].startswith("/opt/venv/bin/python cannot import: torch (E)")
+    assert (
+        problems[1]
+        == "installed versions differ from the pins: torch None (pinned 2.13.0+cpu). Remove /opt/venv and run the role "
+        "again"
+    )
+    ipex = resolve("ipex-2.8")
+    versions = {**VERSIONS, "torch": "2.7.0", "ipex": "2.8.0", "transformers": "4.57.1"}
+    report = {"python": {"version": "3.11.4"}, "versions": versions, "import_errors": {}}
+    problems = sp.installed_stack("ipex-2.8", ipex, STACK_FREEZE, report, {}, "/v")["verify_problems"]
+    assert any(p.startswith("IPEX 2.8.0 and torch 2.7.0 differ in major.minor") for p in problems)
+    assert sp.pin_mismatches(RESOLVED, {"torch": "2.13.0+cpu", "transformers": "5.24.0"}) == []
