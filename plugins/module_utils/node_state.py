@@ -35,6 +35,7 @@ __all__ = [
     "STAMP_FORMAT",
     "STAMP_KEYS",
     "StampError",
+    "UNREADABLE",
     "amx_fingerprint",
     "build_stamp",
     "canonical_distribution",
@@ -45,6 +46,8 @@ __all__ = [
     "fingerprint_changes",
     "inputs_hash",
     "named_stamp_problems",
+    "record_name",
+    "records_to_remove",
     "package_query_argv",
     "parse_boot_id",
     "parse_package_versions",
@@ -54,6 +57,7 @@ __all__ = [
     "stamp_digest",
     "stamp_text",
     "venv_distributions",
+    "unfingerprinted",
     "version_from_galaxy",
 ]
 
@@ -75,6 +79,11 @@ AMX_KEYS = (
     "amx_reason",
 )
 STAMP_KEYS = ("format", "role", "inputs_hash", "probe", "fingerprint", "boot_id", "time", "facts", "node_facts")
+# What the node side puts where it could not read a part of the probe (a FIFO, a folder where a file is expected, a
+# path it cannot look at): {"unreadable": why}. Such a fingerprint never lets a role skip.
+UNREADABLE = "unreadable"
+# Records kept per role, each under its inputs: two checkouts or controllers with other inputs keep their own.
+RECORDS_KEPT = 4
 
 
 # A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents. One class
@@ -99,8 +108,8 @@ def sha256_text(text: str) -> str:
 def inputs_hash(collection_version: str, role_files: Mapping[str, str], variables: Mapping[str, Any]) -> str:
     """The hash of what a role's result depends on besides the node.
 
-    `role_files` maps each file of the role (relative path) to the sha256 of its bytes; `variables` the role's
-    options, resolved. A change of any of them, or of the collection version, gives another hash.
+    `role_files` maps each file of the role and of the collection's plugin code (relative path) to the sha256 of
+    its bytes; `variables` the role's options, resolved. A change of any of them, or of the collection version, gives another hash.
     """
     if not isinstance(collection_version, str) or not collection_version:
         raise StampError("the collection version is empty: the collection's galaxy.yml or MANIFEST.json has none")
@@ -261,6 +270,36 @@ def parse_stamp(text: str, role: str) -> Dict[str, Any]:
     return stamp
 
 
+def record_name(role: str, inputs: str) -> str:
+    """The file name of the record of `role` for `inputs` (a role keeps one record per inputs hash)."""
+    return f"{role}.{sha256_text(inputs)[:16]}.json"
+
+
+def records_to_remove(role: str, entries: Mapping[str, float], keep: int = RECORDS_KEPT) -> List[str]:
+    """Of the files `entries` ({name: modification time}) of a stamp folder, the records of `role` past the `keep`
+    newest, oldest last: what is removed after a record is written. Other roles' files are never named."""
+    pattern = re.compile(re.escape(role) + r"\.[0-9a-f]{16}\.json\Z")
+    records = sorted((name for name in entries if pattern.match(name)), key=lambda name: (-entries[name], name))
+    return records[max(keep, 1) :]
+
+
+def unfingerprinted(fingerprint: Mapping[str, Any]) -> List[str]:
+    """The parts of a live fingerprint that could not be read (the {"unreadable": why} of the node side), by name."""
+    found: List[str] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, Mapping):
+            if UNREADABLE in value:
+                found.append(f"{where} ({value[UNREADABLE]})")
+                return
+            for key in sorted(value):
+                walk(value[key], f"{where}: {key}" if where else str(key))
+
+    # The named stamps say for themselves whether they hold (fingerprint_changes).
+    walk({key: value for key, value in fingerprint.items() if key != "stamps"}, "")
+    return found
+
+
 def fingerprint_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
     """What differs between two fingerprints, by name (a package, a distribution, a file), never by content."""
     changes: List[str] = []
@@ -313,7 +352,7 @@ def decide(
     if stamp is None:
         return False, "no stamp of an earlier run"
     if stamp["inputs_hash"] != inputs:
-        return False, "the role's inputs changed (collection version, role files or variables)"
+        return False, "the role's inputs changed (collection code, role files or options)"
     if stamp["boot_id"] != boot_id:
         return False, "the node rebooted since the stamp was written"
     age = now - stamp["time"]
@@ -323,6 +362,10 @@ def decide(
         return False, f"the stamp is {int(age)} s old, more than the maximum age of {max_age} s"
     if live_fingerprint is None:
         return False, "the node could not be fingerprinted"
+    unread = unfingerprinted(live_fingerprint)
+    if unread:
+        # What cannot be read cannot be compared: equal to itself, it would let a changed node skip.
+        return False, "the node could not be fingerprinted: " + "; ".join(unread)
     changes = fingerprint_changes(stamp["fingerprint"], live_fingerprint)
     if changes:
         return False, "the node changed since the stamp: " + "; ".join(changes)

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The controller's side of the node state stamp (filters node_stamp_inputs and node_stamp_option_names): the
-inputs hash of a node role, from its files, its collection's version and its resolved options."""
+inputs hash of a node role, from its files, its collection's version and plugin code and its resolved options."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ LEFT_OUT = ("README.md",)
 # Options that say how this run checks the node, not what the role makes of it: node_setup.yml sets
 # <role>_preflight_done where train.yml does not, and a new maximum age is applied when the stamp is read.
 RUN_OPTION_SUFFIXES = ("_preflight_done", "_stamp_max_age")
+# The collection's code that a node role's run uses (its modules and what they ship, its actions and filters): a
+# checkout at the same version with other code is other inputs.
+PLUGIN_FOLDERS = ("action", "filter", "module_utils", "modules", "plugin_utils")
 
 
 def collection_version(role_path: str) -> str:
@@ -40,6 +43,29 @@ def collection_version(role_path: str) -> str:
         with open(galaxy, encoding="utf-8") as handle:
             return version_from_galaxy(handle.read())
     raise StampError(f"no MANIFEST.json or galaxy.yml two folders above the role {role_path}")
+
+
+def folder_file_hashes(folder: str, label: str) -> Dict[str, str]:
+    """{label/relative path: sha256} of every file beneath `folder` (compiled Python left out); {} when absent."""
+    hashes: Dict[str, str] = {}
+    for current, subfolders, files in os.walk(folder):
+        subfolders[:] = sorted(sub for sub in subfolders if sub != "__pycache__")
+        for file_name in sorted(files):
+            if file_name.endswith(".pyc"):
+                continue
+            path = os.path.join(current, file_name)
+            with open(path, "rb") as handle:
+                hashes[f"{label}/{os.path.relpath(path, folder)}"] = hashlib.sha256(handle.read()).hexdigest()
+    return hashes
+
+
+def plugin_file_hashes(role_path: str) -> Dict[str, str]:
+    """{plugins/<folder>/<relative path>: sha256} of the code of the collection a role belongs to (PLUGIN_FOLDERS)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(role_path)))
+    hashes: Dict[str, str] = {}
+    for folder in PLUGIN_FOLDERS:
+        hashes.update(folder_file_hashes(os.path.join(root, "plugins", folder), f"plugins/{folder}"))
+    return hashes
 
 
 def role_file_hashes(role_path: str) -> Dict[str, str]:
@@ -60,12 +86,13 @@ def role_file_hashes(role_path: str) -> Dict[str, str]:
 
 
 def node_stamp_inputs(variables: Mapping[str, Any], role_paths: List[str]) -> str:
-    """The inputs hash of a node role: the collection version, the files of `role_paths`, the `variables`."""
+    """The inputs hash of a node role: the collection version, its plugin code (PLUGIN_FOLDERS), the files of
+    `role_paths`, the `variables`."""
     if isinstance(role_paths, str):
         role_paths = [role_paths]
     if not isinstance(role_paths, list) or not role_paths:
         raise StampError("give the role folders to hash as a list (the role's own first)")
-    files: Dict[str, str] = {}
+    files: Dict[str, str] = plugin_file_hashes(role_paths[0])
     for path in role_paths:
         files.update(role_file_hashes(path))
     return inputs_hash(collection_version(role_paths[0]), files, variables)
