@@ -352,7 +352,7 @@ def decide(
     if stamp is None:
         return False, "no stamp of an earlier run"
     if stamp["inputs_hash"] != inputs:
-        return False, "the role's inputs changed (collection code, role files or options)"
+        return False, "the role's inputs changed (collection version or code, role files or variables)"
     if stamp["boot_id"] != boot_id:
         return False, "the node rebooted since the stamp was written"
     age = now - stamp["time"]

@@ -366,7 +366,8 @@ def read_stamp(stamp_dir, role, inputs):
     if text is None and why == ABSENT:
         others = records_to_remove(role, stamp_entries(stamp_dir), keep=0)
         if others:
-            return None, "the role's inputs changed (collection code, role files or options): no stamp of these inputs"
+            why = "the role's inputs changed (collection version or code, role files or variables): no stamp of them"
+            return None, why
         return None, "no stamp of an earlier run"
     if text is None:
         return None, f"the stamp {path} {why}: not trusted"

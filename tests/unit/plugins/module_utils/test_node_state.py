@@ -280,7 +280,7 @@ def test_age_limits(now, max_age, words):
 
 def test_changed_inputs_take_the_full_path():
     skip, reason = decide(stamp(), inputs="b" * 64)
-    assert (skip, reason) == (False, "the role's inputs changed (collection version, role files or variables)")
+    assert (skip, reason) == (False, "the role's inputs changed (collection version or code, role files or variables)")
 
 
 def test_no_stamp_and_a_forced_run_take_the_full_path():

@@ -57,7 +57,7 @@ def node(tmp_path):
 
     class Node:
         path = tmp_path
-        stamp = tmp_path / "stamps" / "ssh_mesh.json"
+        stamp = tmp_path / "stamps" / node_state.record_name("ssh_mesh", INPUTS)
         site_packages = site
 
         # In this process; the probe names no package, so no module object is needed for a package query.
@@ -275,7 +275,7 @@ def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
     result = provisioned.write()
     assert (result["written"], result["changed"]) == (False, False)
     assert result["reason"] == "no stamp written: the stamp of ssh_mesh does not hold (no stamp of an earlier run)"
-    assert not (node.path / "stamps" / "provision.json").exists()
+    assert not (node.path / "stamps" / node_state.record_name("provision", "c" * 64)).exists()
     # A stamp that names stamps of its own is not one to rest on (one level only).
     node.write()
     provisioned.write()
