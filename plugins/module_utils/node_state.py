@@ -280,7 +280,7 @@ def records_to_remove(role: str, entries: Mapping[str, float], keep: int = RECOR
     newest, oldest last: what is removed after a record is written. Other roles' files are never named."""
     pattern = re.compile(re.escape(role) + r"\.[0-9a-f]{16}\.json\Z")
     records = sorted((name for name in entries if pattern.match(name)), key=lambda name: (-entries[name], name))
-    return records[max(keep, 1) :]
+    return records[max(keep, 0) :]
 
 
 def unfingerprinted(fingerprint: Mapping[str, Any]) -> List[str]:
