@@ -5,12 +5,11 @@
 provision leaves for it.
 
 With state=check (provision.yml's first node play), it hashes the provision's inputs on the controller as the
-one-step launch hashes a launch's (plugin_utils/launch_inputs.py), but over the running host's own variables only,
-each templated (a lookup's value, not its text): another host's variables hold what the run registered on it, which
-depends on the order of the hosts and the forks; a change on another host shows in that host's own check. Then one
-amx.cluster.node_state call on the node: the provision stamp must be of these inputs, and every node role's stamp that it names must still hold as
-its role would decide, with the files of the SSH mesh and the hostfile as they were. When every node says so, the
-playbook ends there. With state=present (the end of a full provision that passed), it writes that stamp, naming the
+one-step launch hashes a launch's (plugin_utils/launch_inputs.py), over the running host's own settings only (a
+change on another host shows in that host's own check). Then one amx.cluster.node_state call on the node: the
+provision stamp must be of these inputs, and every node role's stamp that it names must still hold as its role
+would decide, with the files of the SSH mesh and the hostfile as they were. When every node says so, the playbook
+ends there. With state=present (the end of a full provision that passed), it writes that stamp, naming the
 node roles' stamps this run decided on and the files that amx.cluster.ssh_mesh and amx.cluster.mpi_hostfile
 published.
 """
@@ -18,17 +17,12 @@ published.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
-from ansible.errors import AnsibleActionFail, AnsibleError
+from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import (
-    cluster_hosts,
-    forced,
-    play_inputs,
-    user_variables,
-)
+from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_settings, forced, play_inputs
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STAMP_ROLE = "provision"
@@ -38,8 +32,6 @@ OPTIONAL_ROLES = ("hf_examples",)
 # -e NAME=true asks for what only the full path does: every role in full, a new cluster key. Asked twice in a row,
 # it must act twice, although the inputs are those of the run before.
 FULL_RUN_SWITCHES = ["node_stamp_force", "ssh_mesh_rotate"]
-# Roles' internal values (registered results, their decisions): what a run makes, never the user's settings.
-INTERNAL_PREFIX = "__"
 
 ARGUMENT_SPEC: Dict[str, Any] = {
     "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
@@ -47,41 +39,6 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
     "max_age": {"type": "int", "default": 86400},
 }
-
-
-def plain(value: Any, omit: str = "") -> Any:
-    """A templated value as plain JSON types; Ansible's per-run omit token is replaced by "<omit>" (it is random)
-    and anything JSON does not know by its type's name (an object's repr may hold its address)."""
-    if isinstance(value, Mapping):
-        return {str(key): plain(item, omit) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(item, omit) for item in value]
-    if value is None or isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        text = str(value)
-        return text.replace(omit, "<omit>") if omit else text
-    return f"<{type(value).__name__}>"
-
-
-def own_variables(task_vars: Mapping[str, Any], template: Callable[[Any], Any]) -> Dict[str, Any]:
-    """The running host's own settings for the inputs hash: its user variables (launch_inputs.user_variables)
-    without the roles' internal values, each templated by `template`. A value that cannot be templated yet (it
-    names a fact not gathered so far, a lookup fails) is kept as written, marked so."""
-    omit = task_vars.get("omit") if isinstance(task_vars.get("omit"), str) else ""
-    resolved: Dict[str, Any] = {}
-    for name, value in sorted(user_variables(task_vars).items()):
-        if name.startswith(INTERNAL_PREFIX):
-            continue
-        try:
-            resolved[name] = plain(template(value), omit)
-        except AnsibleError:
-            resolved[name] = {"as written": plain(value, omit)}
-    return resolved
 
 
 def named_stamps(task_vars: Dict[str, Any]) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:
@@ -127,9 +84,9 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname")
         common = {"role": STAMP_ROLE, "stamp_dir": args["stamp_dir"]}
         if args["state"] == "check":
-            own = {str(host): own_variables(task_vars, self._templar.template)}
+            own = cluster_settings(task_vars, self._templar, only_self=True)
             inputs = play_inputs(task_vars, own, COLLECTION_ROOT)
-            switched = forced(cluster_hosts(task_vars), FULL_RUN_SWITCHES)
+            switched = forced(own, FULL_RUN_SWITCHES)
             if switched:
                 reason = f"a full run was asked for ({', '.join(switched)})"
                 result.update(changed=False, inputs=inputs, skip=False, reason=reason)
