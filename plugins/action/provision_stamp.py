@@ -37,12 +37,11 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
     "inputs": {"type": "str", "default": ""},
     "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
-    "max_age": {"type": "int", "default": 86400},
 }
 
 
 def named_stamps(task_vars: Dict[str, Any]) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:
-    """({role: {inputs_hash, max_age}} of the node roles that decided on their stamp in this run, the roles that
+    """({role: {inputs_hash}} of the node roles that decided on their stamp in this run, the roles that
     should have and did not)."""
     stamps: Dict[str, Dict[str, Any]] = {}
     missing: List[str] = []
@@ -52,7 +51,7 @@ def named_stamps(task_vars: Dict[str, Any]) -> Tuple[Dict[str, Dict[str, Any]], 
             if role not in OPTIONAL_ROLES:
                 missing.append(role)
             continue
-        stamps[role] = {"inputs_hash": str(decision["inputs_hash"]), "max_age": int(decision["max_age"])}
+        stamps[role] = {"inputs_hash": str(decision["inputs_hash"])}
     return stamps, missing
 
 
@@ -91,7 +90,7 @@ class ActionModule(ActionBase):
                 reason = f"a full run was asked for ({', '.join(switched)})"
                 result.update(changed=False, inputs=inputs, skip=False, reason=reason)
                 return result
-            found = self._node_state(dict(common, inputs_hash=inputs, max_age=args["max_age"]), task_vars)
+            found = self._node_state(dict(common, inputs_hash=inputs), task_vars)
             result.update(changed=False, inputs=inputs, skip=bool(found["skip"]), reason=found["reason"])
             return result
 

@@ -6,8 +6,8 @@
 A node role writes a stamp (JSON) after its checks passed: the hash of its inputs, what it probed on the node
 (`probe`: the distro packages, the virtualenv, the files, the AMX probe), the live fingerprint of that probe, the
 boot id, the time and the facts it published. On the next run the module reads the stamp, takes the same probe
-again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, younger
-than the maximum age, for the same inputs and with the same fingerprint.
+again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, for the
+same inputs and with the same fingerprint (no clock decides).
 
 Standard library only, Python 3.8+ (this runs on the nodes); the reading of the node lives in the module. The
 package and virtualenv helpers live in module_utils.node_probe (the one-step launch's probe, shared with it) and
@@ -65,7 +65,7 @@ STAMP_FORMAT = 1
 # The keys of a probe, and what each one names on the node.
 PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx", "stamps")
 # What a probe's `stamps` gives each stamp it names (the stamps of the node roles, in the provision stamp).
-NAMED_STAMP_KEYS = ("inputs_hash", "max_age")
+NAMED_STAMP_KEYS = ("inputs_hash",)
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 # The parts of the cpu_facts result that say whether AMX is usable and how much of the CPU a process may use.
 AMX_KEYS = (
@@ -177,22 +177,20 @@ def check_probe(probe: Any) -> Dict[str, Any]:
 
 
 def check_named_stamps(stamps: Any) -> Dict[str, Dict[str, Any]]:
-    """A probe's `stamps`: {role: {"inputs_hash": the role's inputs hash, "max_age": seconds}}, the stamps of other
+    """A probe's `stamps`: {role: {"inputs_hash": the role's inputs hash}}, the stamps of other
     roles that must still hold (each read and decided as its role would), or StampError naming what is wrong."""
     if not isinstance(stamps, Mapping):
-        raise StampError(f"probe.stamps must be a dict of role -> inputs_hash and max_age, not {type(stamps).__name__}")
+        raise StampError(f"probe.stamps must be a dict of role -> {{inputs_hash}}, not {type(stamps).__name__}")
     checked: Dict[str, Dict[str, Any]] = {}
     for role, want in stamps.items():
         if not isinstance(role, str) or not ROLE_NAME.match(role):
             raise StampError(f"probe.stamps: '{role}' is not a role name (lower case letters, digits and _)")
         if not isinstance(want, Mapping) or sorted(want) != sorted(NAMED_STAMP_KEYS):
             raise StampError(f"probe.stamps.{role} must hold exactly {' and '.join(NAMED_STAMP_KEYS)}")
-        inputs, max_age = want["inputs_hash"], want["max_age"]
+        inputs = want["inputs_hash"]
         if not isinstance(inputs, str) or not re.match(r"[0-9a-f]{64}\Z", inputs):
             raise StampError(f"probe.stamps.{role}.inputs_hash must be a sha256 hex digest")
-        if isinstance(max_age, bool) or not isinstance(max_age, int):
-            raise StampError(f"probe.stamps.{role}.max_age must be a number of seconds, not {max_age!r}")
-        checked[role] = {"inputs_hash": inputs, "max_age": max_age}
+        checked[role] = {"inputs_hash": inputs}
     return dict(sorted(checked.items()))
 
 
@@ -337,18 +335,15 @@ def decide(
     live_fingerprint: Optional[Mapping[str, Any]],
     boot_id: str,
     now: float,
-    max_age: int,
     force: bool = False,
 ) -> Tuple[bool, str]:
-    """(skip, reason): skip only for an intact stamp of these inputs, from this boot, young, with this fingerprint.
+    """(skip, reason): skip only for an intact stamp of these inputs, from this boot, with this fingerprint.
 
     `stamp` is what parse_stamp returned (None: no usable stamp). The reason says why the role runs in full, or
-    how old the stamp it trusts is.
+    how old the stamp it trusts is. No clock decides: a record holds as long as its fingerprint does.
     """
     if force:
         return False, "a full run was asked for (node_stamp_force)"
-    if max_age <= 0:
-        return False, "the stamp is turned off (its maximum age is 0)"
     if stamp is None:
         return False, "no stamp of an earlier run"
     if stamp["inputs_hash"] != inputs:
@@ -356,10 +351,6 @@ def decide(
     if stamp["boot_id"] != boot_id:
         return False, "the node rebooted since the stamp was written"
     age = now - stamp["time"]
-    if age < -60:
-        return False, "the stamp's time is in the future (the clock moved back)"
-    if age > max_age:
-        return False, f"the stamp is {int(age)} s old, more than the maximum age of {max_age} s"
     if live_fingerprint is None:
         return False, "the node could not be fingerprinted"
     unread = unfingerprinted(live_fingerprint)

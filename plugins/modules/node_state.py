@@ -24,8 +24,8 @@ description:
   - A role keeps one stamp per inputs hash (O(stamp_dir)/O(role).<16 hex digits>.json, the newest 4), so that two
     checkouts or controllers with other inputs do not replace each other's.
   - The role may skip only when the stamp is a regular file owned by root with mode 0600, intact (its digest
-    matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)),
-    younger than O(max_age), and its fingerprint equals the live one. Anything else is the full path.
+    matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)), and
+    its fingerprint equals the live one, whatever its age. Anything else is the full path.
   - With O(write=true), takes the fingerprint of O(probe) and writes the stamp of O(role) and O(inputs_hash) (JSON,
     root-owned, 0600, replaced atomically) under O(stamp_dir), and removes that role's stamps past the newest 4. It reports C(changed) when the record (inputs, probe,
     fingerprint, boot id, facts) differs from the stamp already there; a stamp renewed with only a new time is
@@ -49,10 +49,6 @@ options:
     description: The folder of the stamps on the node (created 0700 root when a stamp is written).
     type: path
     default: /var/lib/amx-cluster/stamps
-  max_age:
-    description: The age in seconds past which a stamp is not trusted; 0 never trusts one.
-    type: int
-    default: 86400
   force:
     description: Never skip (a forced full run); the stamp is still read and the fingerprint taken.
     type: bool
@@ -91,9 +87,9 @@ options:
         default: false
       stamps:
         description:
-          - Stamps of other roles under O(stamp_dir) that must still hold, as a dict of role name to C(inputs_hash)
-            and C(max_age). Each is read and decided as its own role decides it (intact, root's, this boot, younger
-            than its C(max_age), of that C(inputs_hash), and the node as its fingerprint found it); the stamp's
+          - Stamps of other roles under O(stamp_dir) that must still hold, as a dict of role name to
+            C({inputs_hash}). Each is read and decided as its own role decides it (intact, root's, this boot, of
+            that C(inputs_hash), and the node as its fingerprint found it); the stamp's
             digest is compared. The provision stamp names the node roles' stamps this way. With O(write=true), no
             stamp is written while one of them does not hold (RV(written) is false and RV(reason) says which).
         type: dict
@@ -134,7 +130,6 @@ EXAMPLES = r"""
   amx.cluster.node_state:
     role: tcmalloc
     inputs_hash: "{{ tcmalloc_inputs_hash }}"
-    max_age: 86400
   become: true
   register: tcmalloc_state
 
@@ -326,7 +321,7 @@ def amx_state():
 
 def named_stamps_state(module, stamp_dir, stamps, boot_id, now):
     """{role: {"holds": true, "digest"} | {"holds": false, "reason"}} for the stamps a probe names: each read and
-    decided as its own role decides it (its inputs hash and maximum age as the probe gives them)."""
+    decided as its own role decides it (its inputs hash as the probe gives it)."""
     state = {}
     for role, want in stamps.items():
         stamp, why = read_stamp(stamp_dir, role, want["inputs_hash"])
@@ -336,7 +331,7 @@ def named_stamps_state(module, stamp_dir, stamps, boot_id, now):
             state[role] = {"holds": False, "reason": why}
             continue
         live = fingerprint(module, stamp["probe"], stamp_dir, boot_id, now)
-        holds, why = decide(stamp, want["inputs_hash"], live, boot_id, now, want["max_age"])
+        holds, why = decide(stamp, want["inputs_hash"], live, boot_id, now)
         state[role] = {"holds": True, "digest": stamp["digest"]} if holds else {"holds": False, "reason": why}
     return state
 
@@ -472,10 +467,10 @@ def run(module, params, check_mode):
     now = time.time()
     stamp, why = read_stamp(params["stamp_dir"], role, params["inputs_hash"])
     live = fingerprint(module, stamp["probe"], params["stamp_dir"], boot_id, now) if stamp is not None else None
-    if stamp is None and not params["force"] and params["max_age"] > 0:
+    if stamp is None and not params["force"]:
         skip, reason = False, why
     else:
-        skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["max_age"], params["force"])
+        skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["force"])
     result.update(skip=skip, reason=reason, fingerprint=live or {})
     if skip:
         result["facts"] = stamp["facts"]
@@ -489,7 +484,6 @@ def main():
             role=dict(type="str", required=True),
             inputs_hash=dict(type="str", required=True),
             stamp_dir=dict(type="path", default="/var/lib/amx-cluster/stamps"),
-            max_age=dict(type="int", default=86400),
             force=dict(type="bool", default=False),
             write=dict(type="bool", default=False),
             probe=dict(
