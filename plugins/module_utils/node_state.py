@@ -34,8 +34,8 @@ __all__ = [
     "PROBE_KEYS",
     "STAMP_FORMAT",
     "STAMP_KEYS",
-    "StampError",
     "UNREADABLE",
+    "StampError",
     "amx_fingerprint",
     "build_stamp",
     "canonical_distribution",
@@ -46,18 +46,18 @@ __all__ = [
     "fingerprint_changes",
     "inputs_hash",
     "named_stamp_problems",
-    "record_name",
-    "records_to_remove",
     "package_query_argv",
     "parse_boot_id",
     "parse_package_versions",
     "parse_stamp",
+    "record_name",
+    "records_to_remove",
     "same_record",
     "sha256_text",
     "stamp_digest",
     "stamp_text",
-    "venv_distributions",
     "unfingerprinted",
+    "venv_distributions",
     "version_from_galaxy",
 ]
 
@@ -109,7 +109,8 @@ def inputs_hash(collection_version: str, role_files: Mapping[str, str], variable
     """The hash of what a role's result depends on besides the node.
 
     `role_files` maps each file of the role and of the collection's plugin code (relative path) to the sha256 of
-    its bytes; `variables` the role's options, resolved. A change of any of them, or of the collection version, gives another hash.
+    its bytes; `variables` the role's options, resolved. A change of any of them, or of the collection version,
+    gives another hash.
     """
     if not isinstance(collection_version, str) or not collection_version:
         raise StampError("the collection version is empty: the collection's galaxy.yml or MANIFEST.json has none")

@@ -27,9 +27,9 @@ description:
     matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)), and
     its fingerprint equals the live one, whatever its age. Anything else is the full path.
   - With O(write=true), takes the fingerprint of O(probe) and writes the stamp of O(role) and O(inputs_hash) (JSON,
-    root-owned, 0600, replaced atomically) under O(stamp_dir), and removes that role's stamps past the newest 4. It reports C(changed) when the record (inputs, probe,
-    fingerprint, boot id, facts) differs from the stamp already there; a stamp renewed with only a new time is
-    not a change.
+    root-owned, 0600, replaced atomically) under O(stamp_dir), and removes that role's stamps past the newest 4.
+    It reports C(changed) when the record (inputs, probe, fingerprint, boot id, facts) differs from the stamp
+    already there; a stamp renewed with only a new time is not a change.
 author:
   - amx.cluster developers (@amx-cluster)
 options:
@@ -41,7 +41,7 @@ options:
   inputs_hash:
     description:
       - The hash of the role's inputs (collection version, the collection's plugin code, role files, resolved
-        variables), from the C(amx.cluster.node_stamp_inputs) filter. It names the stamp read or written; a stamp
+        variables), from M(amx.cluster.node_record). It names the stamp read or written; a stamp
         of other inputs never lets the role skip.
     type: str
     required: true
@@ -225,6 +225,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     stamp_text,
     venv_distributions,
 )
+import contextlib
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 CPUINFO = "/proc/cpuinfo"
@@ -392,10 +393,8 @@ def write_stamp(directory, path, text, role):
     write_atomically(path, text, mode=0o600, prefix=".stamp-")
     # The newest records of the role stay, one per inputs: another checkout's record is not this one's to replace.
     for name in records_to_remove(role, stamp_entries(directory)):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(os.path.join(directory, name))
-        except FileNotFoundError:
-            pass
 
 
 def disk_free(path):

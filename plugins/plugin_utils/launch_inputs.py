@@ -8,11 +8,13 @@ groups and the --limit, where the playbook runs from, and each cluster host's va
 command line give them, templated (a lookup by its value; a variable that refers to a fact not gathered yet is
 compared as written, the fact itself is in the nodes' fingerprints). Ansible's own variables, what the run made
 (registered results, set facts: they depend on the forks and the order of the hosts) and the roles' internal __
-values are left out, and so is train_run_id, which names the next run. Another value anywhere is another plan: the full path runs and writes a plan for it.
+values are left out, and so is train_run_id, which names the next run. Another value anywhere is another plan:
+the full path runs and writes a plan for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -21,7 +23,7 @@ from typing import Any, Callable, Dict, Iterable, List, Mapping, Set
 from ansible.errors import AnsibleError
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import collection_version
+from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import collection_version, file_sha256
 
 # The collection's folders whose files change what a launch does.
 HASHED_FOLDERS = ("roles", "plugins", "playbooks")
@@ -83,8 +85,7 @@ def collection_files_hash(root: str) -> str:
                     continue
                 path = os.path.join(current, name)
                 digest.update(os.path.relpath(path, root).encode("utf-8") + b"\0")
-                with open(path, "rb") as handle:
-                    digest.update(hashlib.sha256(handle.read()).digest())
+                digest.update(bytes.fromhex(file_sha256(path)))
     return digest.hexdigest()
 
 
@@ -117,11 +118,9 @@ def run_made(hostvars: Any, host: str) -> Set[str]:
     made: Set[str] = set()
     for cache in ("_nonpersistent_fact_cache", "_vars_cache"):
         made.update((getattr(manager, cache, None) or {}).get(host) or {})
-    try:
-        # A cache plugin: a host it has nothing of is a KeyError.
+    # A cache plugin: a host it has nothing of is a KeyError.
+    with contextlib.suppress(AttributeError, KeyError):
         made.update(getattr(manager, "_fact_cache", None).get(host) or {})
-    except (AttributeError, KeyError):
-        pass
     return made
 
 

@@ -22,7 +22,6 @@ REPO = pathlib.Path(__file__).resolve().parents[4]
 INPUTS = "a" * 64
 DEFAULTS = {
     "stamp_dir": "/var/lib/amx-cluster/stamps",
-    "max_age": 86400,
     "force": False,
     "write": False,
     "probe": {},
@@ -151,7 +150,6 @@ def test_other_inputs_a_forced_run_and_no_stamp(node):
     node.write()
     assert node.read(inputs_hash="b" * 64)["reason"].startswith("the role's inputs changed")
     assert node.read(force=True)["skip"] is False
-    assert node.read(max_age=0)["skip"] is False
 
 
 def test_check_mode_writes_nothing(node):
@@ -199,7 +197,7 @@ def test_a_bad_role_name_or_probe_fails_before_anything_is_written(tmp_path):
 def provisioned(node):
     """The node's role stamp (ssh_mesh, from the fixture above) and a provision stamp that names it."""
     hosts = str(node.path / "hosts")
-    names = {"ssh_mesh": {"inputs_hash": INPUTS, "max_age": 3600}}
+    names = {"ssh_mesh": {"inputs_hash": INPUTS}}
     common = {**DEFAULTS, "role": "provision", "inputs_hash": "c" * 64, "stamp_dir": str(node.path / "stamps")}
 
     class Provisioned:
@@ -270,16 +268,14 @@ def test_a_renewed_named_stamp_or_a_changed_own_file_takes_the_full_path(node, p
     assert result["skip"] is False and result["reason"].startswith("the node changed since the stamp: files:")
 
 
-def test_a_named_stamp_past_its_own_age_takes_the_full_path(node, provisioned, monkeypatch):
+def test_the_next_day_an_unchanged_node_still_takes_one_step(node, provisioned, monkeypatch):
+    """The clock two days ahead: the provision record and the role record it names hold while their fingerprints do."""
     provisioned.write()
-    later = node_state.time.time() + 3601
+    later = node_state.time.time() + 2 * 86400
     monkeypatch.setattr(node_state.time, "time", lambda: later)
-    result = provisioned.read(max_age=7200)
-    assert result["skip"] is False
-    assert (
-        "the stamp of ssh_mesh does not hold (the stamp is 3601 s old, more than the maximum age of 3600 s)"
-        in result["reason"]
-    )
+    result = provisioned.read()
+    assert result["skip"] is True, result["reason"]
+    assert node.read()["skip"] is True
 
 
 def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
@@ -291,7 +287,7 @@ def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
     # A stamp that names stamps of its own is not one to rest on (one level only).
     node.write()
     provisioned.write()
-    nested = provisioned.write(stamps={"provision": {"inputs_hash": "c" * 64, "max_age": 60}})
+    nested = provisioned.write(stamps={"provision": {"inputs_hash": "c" * 64}})
     assert nested["reason"] == "no stamp written: the stamp of provision does not hold (it names stamps of its own)"
 
 
