@@ -128,6 +128,47 @@ def test_a_change_on_the_node_takes_the_full_path(node, change, named):
 
 
 @pytest.mark.parametrize(
+    ("plant", "said"),
+    [
+        (lambda path: os.mkfifo(path), "not a regular file"),
+        (lambda path: path.mkdir(), "not a regular file"),
+    ],
+    ids=["fifo", "folder"],
+)
+def test_what_cannot_be_fingerprinted_is_the_full_path_then_and_now(node, plant, said):
+    """A FIFO (never opened: it would wait for a writer) or a folder where a file was probed cannot be compared:
+    unreadable then and now is no proof that nothing changed. Through ansible, with its time limit."""
+    (node.path / "hosts").unlink()
+    plant(node.path / "hosts")
+    assert node.ansible_write()["written"] is True
+    result = node.ansible_read()
+    assert result["skip"] is False
+    assert result["reason"].startswith("the node could not be fingerprinted: files: ") and said in result["reason"]
+
+
+def test_a_link_is_fingerprinted_by_its_target_path_never_by_the_file_behind_it(node):
+    """A link to a file only root may read: its target's name goes into the record, never that file's hash."""
+    secret = node.path / "root-only"
+    secret.write_text("secret\n")
+    os.chmod(secret, 0o600)
+    (node.path / "hosts").unlink()
+    (node.path / "hosts").symlink_to(secret)
+    written = node.write()
+    assert written["fingerprint"]["files"][str(node.path / "hosts")] == {"link": str(secret)}
+    assert node.read()["skip"] is True
+    (node.path / "hosts").unlink()
+    (node.path / "hosts").symlink_to(node.path / "id_ed25519")
+    assert node.read()["reason"].startswith("the node changed since the stamp: files:")
+
+
+def test_a_fifo_in_the_records_place_is_not_read_and_does_not_wait(node):
+    node.stamp.parent.mkdir(mode=0o700)
+    os.mkfifo(node.stamp, 0o600)
+    result = node.ansible_read()
+    assert result["skip"] is False and "not trusted" in result["reason"], result["reason"]
+
+
+@pytest.mark.parametrize(
     "spoil",
     [
         lambda n: os.chmod(n.stamp, 0o644),
