@@ -55,7 +55,7 @@ PACKAGE_BINARIES = {"dpkg": "dpkg-query", "rpm": "rpm"}
 PACKAGE_QUERY_TIMEOUT = 120
 # The keys a spec may hold, and the parts of a result that a recorded launch compares.
 SPEC_KEYS = ("files", "trees", "venv", "packages", "absent", "processes", "disk")
-FINGERPRINT_KEYS = ("boot_id", "kernel", "files", "trees", "venv", "packages")
+FINGERPRINT_KEYS = ("boot_id", "kernel", "python", "files", "trees", "venv", "packages")
 # What a file or a folder that exists but cannot be read gives instead of its hash.
 UNREADABLE = "unreadable"
 CMDLINE_LIMIT = 300
@@ -417,9 +417,17 @@ def probe(spec: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def fingerprint(result: Mapping[str, Any]) -> Dict[str, Any]:
-    """The part of a probe's result that a recorded launch compares (not what must be absent, the processes, the
-    free disk or the Python version: the launch checks those anew every time)."""
-    empty: Dict[str, Any] = {"boot_id": "", "kernel": "", "files": {}, "trees": {}, "venv": None, "packages": {}}
+    """The part of a probe's result that a recorded launch compares (not what must be absent, the processes or the
+    free disk: the launch checks those anew every time)."""
+    empty: Dict[str, Any] = {
+        "boot_id": "",
+        "kernel": "",
+        "python": "",
+        "files": {},
+        "trees": {},
+        "venv": None,
+        "packages": {},
+    }
     return {key: result.get(key, empty[key]) for key in FINGERPRINT_KEYS}
 
 
@@ -512,6 +520,9 @@ def differences(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[st
         changes.append("the node rebooted (another boot id)")
     if old["kernel"] != new["kernel"]:
         changes.append(f"the kernel ({old['kernel'] or 'unknown'} -> {new['kernel'] or 'unknown'})")
+    if old["python"] != new["python"]:
+        # The training Python upgraded in place: pyvenv.cfg still names the version the virtualenv was made with.
+        changes.append(f"the Python ({old['python'] or 'unknown'} -> {new['python'] or 'unknown'})")
     changes += _path_changes(old["files"], new["files"], "")
     changes += _path_changes(old["trees"], new["trees"], "the tree ")
     changes += _venv_changes(old["venv"], new["venv"])

@@ -241,6 +241,7 @@ def test_match_skips():
         (changed(["files", "/root/.ssh/id_ed25519", "mode"], "0644"), "files: /root/.ssh/id_ed25519"),
         (changed(["amx", "amx_usable"], False), "amx: amx_usable"),
         (changed(["amx", "kernel_release"], "6.9.0"), "amx: kernel_release"),
+        (changed(["amx", "allowed_cpus"], [0, 1]), "amx: allowed_cpus"),  # another CPU affinity
     ],
 )
 def test_a_change_the_fingerprint_sees_takes_the_full_path(live, named):
