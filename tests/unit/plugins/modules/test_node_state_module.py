@@ -130,8 +130,8 @@ def test_a_change_on_the_node_takes_the_full_path(node, change, named):
 @pytest.mark.parametrize(
     ("plant", "said"),
     [
-        (lambda path: os.mkfifo(path), "not a regular file"),
-        (lambda path: path.mkdir(), "not a regular file"),
+        (os.mkfifo, "not a regular file"),
+        (pathlib.Path.mkdir, "not a regular file"),
     ],
     ids=["fifo", "folder"],
 )
@@ -285,7 +285,7 @@ def test_a_named_stamp_that_no_longer_holds_takes_the_full_path(node, provisione
 def test_records_of_other_inputs_do_not_evict_each_other(node, provisioned):
     """Two checkouts (or controllers) alternating: each keeps its own record, both hit."""
     provisioned.write()
-    for _ in range(2):
+    for _round in range(2):
         node.write(inputs_hash="b" * 64)
         assert node.read(inputs_hash="b" * 64)["skip"] is True
         assert node.read()["skip"] is True
