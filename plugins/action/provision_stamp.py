@@ -5,10 +5,11 @@
 provision leaves for it.
 
 With state=check (provision.yml's first node play), it hashes the provision's inputs on the controller as the
-one-step launch hashes a launch's (plugin_utils/launch_inputs.py) and makes one amx.cluster.node_state call on the
-node: the provision stamp must be of these inputs, and every node role's stamp that it names must still hold as
-its role would decide, with the files of the SSH mesh and the hostfile as they were. When every node says so, the
-playbook ends there. With state=present (the end of a full provision that passed), it writes that stamp, naming the
+one-step launch hashes a launch's (plugin_utils/launch_inputs.py), over the running host's own settings only (a
+change on another host shows in that host's own check). Then one amx.cluster.node_state call on the node: the
+provision stamp must be of these inputs, and every node role's stamp that it names must still hold as its role
+would decide, with the files of the SSH mesh and the hostfile as they were. When every node says so, the playbook
+ends there. With state=present (the end of a full provision that passed), it writes that stamp, naming the
 node roles' stamps this run decided on and the files that amx.cluster.ssh_mesh and amx.cluster.mpi_hostfile
 published.
 """
@@ -21,7 +22,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_hosts, forced, play_inputs
+from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_settings, forced, play_inputs
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STAMP_ROLE = "provision"
@@ -36,12 +37,11 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "state": {"type": "str", "choices": ["check", "present"], "default": "check"},
     "inputs": {"type": "str", "default": ""},
     "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
-    "max_age": {"type": "int", "default": 86400},
 }
 
 
 def named_stamps(task_vars: Dict[str, Any]) -> Tuple[Dict[str, Dict[str, Any]], List[str]]:
-    """({role: {inputs_hash, max_age}} of the node roles that decided on their stamp in this run, the roles that
+    """({role: {inputs_hash}} of the node roles that decided on their stamp in this run, the roles that
     should have and did not)."""
     stamps: Dict[str, Dict[str, Any]] = {}
     missing: List[str] = []
@@ -51,7 +51,7 @@ def named_stamps(task_vars: Dict[str, Any]) -> Tuple[Dict[str, Dict[str, Any]], 
             if role not in OPTIONAL_ROLES:
                 missing.append(role)
             continue
-        stamps[role] = {"inputs_hash": str(decision["inputs_hash"]), "max_age": int(decision["max_age"])}
+        stamps[role] = {"inputs_hash": str(decision["inputs_hash"])}
     return stamps, missing
 
 
@@ -83,14 +83,14 @@ class ActionModule(ActionBase):
         host = task_vars.get("inventory_hostname")
         common = {"role": STAMP_ROLE, "stamp_dir": args["stamp_dir"]}
         if args["state"] == "check":
-            hosts = cluster_hosts(task_vars)
-            inputs = play_inputs(task_vars, hosts, COLLECTION_ROOT)
-            switched = forced(hosts, FULL_RUN_SWITCHES)
+            own = cluster_settings(task_vars, self._templar, only_self=True)
+            inputs = play_inputs(task_vars, own, COLLECTION_ROOT)
+            switched = forced(own, FULL_RUN_SWITCHES)
             if switched:
                 reason = f"a full run was asked for ({', '.join(switched)})"
                 result.update(changed=False, inputs=inputs, skip=False, reason=reason)
                 return result
-            found = self._node_state(dict(common, inputs_hash=inputs, max_age=args["max_age"]), task_vars)
+            found = self._node_state(dict(common, inputs_hash=inputs), task_vars)
             result.update(changed=False, inputs=inputs, skip=bool(found["skip"]), reason=found["reason"])
             return result
 

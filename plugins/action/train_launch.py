@@ -29,11 +29,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import plan_survives, run_record
-from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import (
-    cluster_hosts,
-    forced,
-    play_inputs,
-)
+from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_settings, forced, play_inputs
 
 display = Display()
 
@@ -67,7 +63,7 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         task_vars = task_vars or {}
         self._host = str(task_vars.get("inventory_hostname", "master"))
-        hosts = cluster_hosts(task_vars)
+        hosts = cluster_settings(task_vars, self._templar)
         inputs = play_inputs(task_vars, hosts, COLLECTION_ROOT)
         result["inputs"] = inputs
         if not args["enabled"]:

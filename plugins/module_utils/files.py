@@ -40,7 +40,8 @@ def read_root_record(path: str) -> Tuple[Optional[str], str]:
     (ABSENT), "cannot be opened (...; a symlink is refused)", "is not a file of root's with mode 0600" or "is not
     text". Its contents never go into the reason."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        # Not waiting either: a FIFO put in the record's place is refused below, not read.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         return None, ABSENT
     except OSError as exc:

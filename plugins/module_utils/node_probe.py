@@ -55,7 +55,7 @@ PACKAGE_BINARIES = {"dpkg": "dpkg-query", "rpm": "rpm"}
 PACKAGE_QUERY_TIMEOUT = 120
 # The keys a spec may hold, and the parts of a result that a recorded launch compares.
 SPEC_KEYS = ("files", "trees", "venv", "packages", "absent", "processes", "disk")
-FINGERPRINT_KEYS = ("boot_id", "kernel", "files", "trees", "venv", "packages")
+FINGERPRINT_KEYS = ("boot_id", "kernel", "python", "files", "trees", "venv", "packages")
 # What a file or a folder that exists but cannot be read gives instead of its hash.
 UNREADABLE = "unreadable"
 CMDLINE_LIMIT = 300
@@ -164,9 +164,10 @@ def file_sha256(path: str) -> Optional[str]:
 
 
 def tree_lines(top: str) -> List[str]:
-    """A line per entry beneath `top`: "relpath\\tsize\\tmtime_ns" for a regular file, "relpath\\t->target" for a
-    symlink (to a file or to a folder, which is not followed), "relpath\\tunreadable" for a folder that cannot be
-    listed. Other entries (FIFOs, sockets, devices) are left out."""
+    """A line per entry beneath `top`: "relpath\tsize\tmtime_ns" for a regular file, "relpath\t->target\tsize\t
+    mtime_ns" for a symlink (never opened nor hashed: its target's size and time from stat, "dir" for a folder,
+    which is not followed), and "relpath\tunreadable" for anything that cannot be fingerprinted: a folder that
+    cannot be listed, a FIFO, a socket or a device, a dangling link or one to such a thing."""
     lines: List[str] = []
 
     def unreadable(error: OSError) -> None:
@@ -180,23 +181,35 @@ def tree_lines(top: str) -> List[str]:
             try:
                 info = os.lstat(path)
                 if stat.S_ISLNK(info.st_mode):
-                    lines.append(f"{relpath}\t->{os.readlink(path)}")
+                    target = os.stat(path)
+                    if stat.S_ISDIR(target.st_mode):
+                        lines.append(f"{relpath}\t->{os.readlink(path)}\tdir")
+                    elif stat.S_ISREG(target.st_mode):
+                        lines.append(f"{relpath}\t->{os.readlink(path)}\t{target.st_size}\t{target.st_mtime_ns}")
+                    else:
+                        lines.append(f"{relpath}\t{UNREADABLE}")
                 elif stat.S_ISREG(info.st_mode):
                     lines.append(f"{relpath}\t{info.st_size}\t{info.st_mtime_ns}")
+                elif not stat.S_ISDIR(info.st_mode):
+                    lines.append(f"{relpath}\t{UNREADABLE}")
             except OSError:
-                # Gone between the listing and the look (a file being replaced): it counts as a change.
+                # Gone between the listing and the look, or a link that leads nowhere: no fingerprint.
                 lines.append(f"{relpath}\t{UNREADABLE}")
     return sorted(lines)
 
 
 def tree_sha256(top: str) -> Optional[str]:
-    """The sha256 over tree_lines(top), None when `top` is absent, "unreadable" when it is not a folder."""
+    """The sha256 over tree_lines(top), None when `top` is absent, "unreadable" when it is not a folder or holds an
+    entry that cannot be fingerprinted (what cannot be read must not compare equal to itself)."""
     if not os.path.lexists(top):
         return None
     if not os.path.isdir(top):
         return UNREADABLE
+    lines = tree_lines(top)
+    if any(line.endswith("\t" + UNREADABLE) for line in lines):
+        return UNREADABLE
     digest = hashlib.sha256()
-    for line in tree_lines(top):
+    for line in lines:
         # Names that are not UTF-8 come from os.walk as surrogate escapes: hash their bytes as they are.
         digest.update(line.encode("utf-8", "surrogateescape") + b"\n")
     return digest.hexdigest()
@@ -404,9 +417,17 @@ def probe(spec: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def fingerprint(result: Mapping[str, Any]) -> Dict[str, Any]:
-    """The part of a probe's result that a recorded launch compares (not what must be absent, the processes, the
-    free disk or the Python version: the launch checks those anew every time)."""
-    empty: Dict[str, Any] = {"boot_id": "", "kernel": "", "files": {}, "trees": {}, "venv": None, "packages": {}}
+    """The part of a probe's result that a recorded launch compares (not what must be absent, the processes or the
+    free disk: the launch checks those anew every time)."""
+    empty: Dict[str, Any] = {
+        "boot_id": "",
+        "kernel": "",
+        "python": "",
+        "files": {},
+        "trees": {},
+        "venv": None,
+        "packages": {},
+    }
     return {key: result.get(key, empty[key]) for key in FINGERPRINT_KEYS}
 
 
@@ -418,20 +439,23 @@ def _path_changes(recorded: Mapping[str, Any], live: Mapping[str, Any], prefix: 
             changes.append(f"{name} was not probed when the launch was recorded")
         elif path not in live:
             changes.append(f"{name} is not probed now")
+        elif live[path] == UNREADABLE:
+            # Unreadable then and now is no proof that nothing changed.
+            changes.append(f"{name} cannot be read now")
         elif recorded[path] == live[path]:
             continue
         elif recorded[path] is None:
             changes.append(f"{name} appeared")
         elif live[path] is None:
             changes.append(f"{name} is gone")
-        elif live[path] == UNREADABLE:
-            changes.append(f"{name} cannot be read now")
         else:
             changes.append(f"{name} changed")
     return changes
 
 
 def _venv_changes(recorded: Any, live: Any) -> List[str]:
+    if live and live.get("pyvenv_cfg") == UNREADABLE:
+        return [f"the virtualenv {live.get('path')}: pyvenv.cfg cannot be read now"]
     if recorded == live:
         return []
     path = (live or {}).get("path") or (recorded or {}).get("path")
@@ -496,6 +520,9 @@ def differences(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[st
         changes.append("the node rebooted (another boot id)")
     if old["kernel"] != new["kernel"]:
         changes.append(f"the kernel ({old['kernel'] or 'unknown'} -> {new['kernel'] or 'unknown'})")
+    if old["python"] != new["python"]:
+        # The training Python upgraded in place: pyvenv.cfg still names the version the virtualenv was made with.
+        changes.append(f"the Python ({old['python'] or 'unknown'} -> {new['python'] or 'unknown'})")
     changes += _path_changes(old["files"], new["files"], "")
     changes += _path_changes(old["trees"], new["trees"], "the tree ")
     changes += _venv_changes(old["venv"], new["venv"])

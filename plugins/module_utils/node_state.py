@@ -6,8 +6,8 @@
 A node role writes a stamp (JSON) after its checks passed: the hash of its inputs, what it probed on the node
 (`probe`: the distro packages, the virtualenv, the files, the AMX probe), the live fingerprint of that probe, the
 boot id, the time and the facts it published. On the next run the module reads the stamp, takes the same probe
-again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, younger
-than the maximum age, for the same inputs and with the same fingerprint.
+again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, for the
+same inputs and with the same fingerprint (no clock decides).
 
 Standard library only, Python 3.8+ (this runs on the nodes); the reading of the node lives in the module. The
 package and virtualenv helpers live in module_utils.node_probe (the one-step launch's probe, shared with it) and
@@ -34,6 +34,7 @@ __all__ = [
     "PROBE_KEYS",
     "STAMP_FORMAT",
     "STAMP_KEYS",
+    "UNREADABLE",
     "StampError",
     "amx_fingerprint",
     "build_stamp",
@@ -49,10 +50,13 @@ __all__ = [
     "parse_boot_id",
     "parse_package_versions",
     "parse_stamp",
+    "record_name",
+    "records_to_remove",
     "same_record",
     "sha256_text",
     "stamp_digest",
     "stamp_text",
+    "unfingerprinted",
     "venv_distributions",
     "version_from_galaxy",
 ]
@@ -61,7 +65,7 @@ STAMP_FORMAT = 1
 # The keys of a probe, and what each one names on the node.
 PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx", "stamps")
 # What a probe's `stamps` gives each stamp it names (the stamps of the node roles, in the provision stamp).
-NAMED_STAMP_KEYS = ("inputs_hash", "max_age")
+NAMED_STAMP_KEYS = ("inputs_hash",)
 ROLE_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 # The parts of the cpu_facts result that say whether AMX is usable and how much of the CPU a process may use.
 AMX_KEYS = (
@@ -75,6 +79,11 @@ AMX_KEYS = (
     "amx_reason",
 )
 STAMP_KEYS = ("format", "role", "inputs_hash", "probe", "fingerprint", "boot_id", "time", "facts", "node_facts")
+# What the node side puts where it could not read a part of the probe (a FIFO, a folder where a file is expected, a
+# path it cannot look at): {"unreadable": why}. Such a fingerprint never lets a role skip.
+UNREADABLE = "unreadable"
+# Records kept per role, each under its inputs: two checkouts or controllers with other inputs keep their own.
+RECORDS_KEPT = 4
 
 
 # A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents. One class
@@ -99,8 +108,9 @@ def sha256_text(text: str) -> str:
 def inputs_hash(collection_version: str, role_files: Mapping[str, str], variables: Mapping[str, Any]) -> str:
     """The hash of what a role's result depends on besides the node.
 
-    `role_files` maps each file of the role (relative path) to the sha256 of its bytes; `variables` the role's
-    options, resolved. A change of any of them, or of the collection version, gives another hash.
+    `role_files` maps each file of the role and of the collection's plugin code (relative path) to the sha256 of
+    its bytes; `variables` the role's options, resolved. A change of any of them, or of the collection version,
+    gives another hash.
     """
     if not isinstance(collection_version, str) or not collection_version:
         raise StampError("the collection version is empty: the collection's galaxy.yml or MANIFEST.json has none")
@@ -168,22 +178,20 @@ def check_probe(probe: Any) -> Dict[str, Any]:
 
 
 def check_named_stamps(stamps: Any) -> Dict[str, Dict[str, Any]]:
-    """A probe's `stamps`: {role: {"inputs_hash": the role's inputs hash, "max_age": seconds}}, the stamps of other
+    """A probe's `stamps`: {role: {"inputs_hash": the role's inputs hash}}, the stamps of other
     roles that must still hold (each read and decided as its role would), or StampError naming what is wrong."""
     if not isinstance(stamps, Mapping):
-        raise StampError(f"probe.stamps must be a dict of role -> inputs_hash and max_age, not {type(stamps).__name__}")
+        raise StampError(f"probe.stamps must be a dict of role -> {{inputs_hash}}, not {type(stamps).__name__}")
     checked: Dict[str, Dict[str, Any]] = {}
     for role, want in stamps.items():
         if not isinstance(role, str) or not ROLE_NAME.match(role):
             raise StampError(f"probe.stamps: '{role}' is not a role name (lower case letters, digits and _)")
         if not isinstance(want, Mapping) or sorted(want) != sorted(NAMED_STAMP_KEYS):
             raise StampError(f"probe.stamps.{role} must hold exactly {' and '.join(NAMED_STAMP_KEYS)}")
-        inputs, max_age = want["inputs_hash"], want["max_age"]
+        inputs = want["inputs_hash"]
         if not isinstance(inputs, str) or not re.match(r"[0-9a-f]{64}\Z", inputs):
             raise StampError(f"probe.stamps.{role}.inputs_hash must be a sha256 hex digest")
-        if isinstance(max_age, bool) or not isinstance(max_age, int):
-            raise StampError(f"probe.stamps.{role}.max_age must be a number of seconds, not {max_age!r}")
-        checked[role] = {"inputs_hash": inputs, "max_age": max_age}
+        checked[role] = {"inputs_hash": inputs}
     return dict(sorted(checked.items()))
 
 
@@ -261,6 +269,36 @@ def parse_stamp(text: str, role: str) -> Dict[str, Any]:
     return stamp
 
 
+def record_name(role: str, inputs: str) -> str:
+    """The file name of the record of `role` for `inputs` (a role keeps one record per inputs hash)."""
+    return f"{role}.{sha256_text(inputs)[:16]}.json"
+
+
+def records_to_remove(role: str, entries: Mapping[str, float], keep: int = RECORDS_KEPT) -> List[str]:
+    """Of the files `entries` ({name: modification time}) of a stamp folder, the records of `role` past the `keep`
+    newest, oldest last: what is removed after a record is written. Other roles' files are never named."""
+    pattern = re.compile(re.escape(role) + r"\.[0-9a-f]{16}\.json\Z")
+    records = sorted((name for name in entries if pattern.match(name)), key=lambda name: (-entries[name], name))
+    return records[max(keep, 0) :]
+
+
+def unfingerprinted(fingerprint: Mapping[str, Any]) -> List[str]:
+    """The parts of a live fingerprint that could not be read (the {"unreadable": why} of the node side), by name."""
+    found: List[str] = []
+
+    def walk(value: Any, where: str) -> None:
+        if isinstance(value, Mapping):
+            if UNREADABLE in value:
+                found.append(f"{where} ({value[UNREADABLE]})")
+                return
+            for key in sorted(value):
+                walk(value[key], f"{where}: {key}" if where else str(key))
+
+    # The named stamps say for themselves whether they hold (fingerprint_changes).
+    walk({key: value for key, value in fingerprint.items() if key != "stamps"}, "")
+    return found
+
+
 def fingerprint_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
     """What differs between two fingerprints, by name (a package, a distribution, a file), never by content."""
     changes: List[str] = []
@@ -298,31 +336,28 @@ def decide(
     live_fingerprint: Optional[Mapping[str, Any]],
     boot_id: str,
     now: float,
-    max_age: int,
     force: bool = False,
 ) -> Tuple[bool, str]:
-    """(skip, reason): skip only for an intact stamp of these inputs, from this boot, young, with this fingerprint.
+    """(skip, reason): skip only for an intact stamp of these inputs, from this boot, with this fingerprint.
 
     `stamp` is what parse_stamp returned (None: no usable stamp). The reason says why the role runs in full, or
-    how old the stamp it trusts is.
+    how old the stamp it trusts is. No clock decides: a record holds as long as its fingerprint does.
     """
     if force:
         return False, "a full run was asked for (node_stamp_force)"
-    if max_age <= 0:
-        return False, "the stamp is turned off (its maximum age is 0)"
     if stamp is None:
         return False, "no stamp of an earlier run"
     if stamp["inputs_hash"] != inputs:
-        return False, "the role's inputs changed (collection version, role files or variables)"
+        return False, "the role's inputs changed (collection version or code, role files or variables)"
     if stamp["boot_id"] != boot_id:
         return False, "the node rebooted since the stamp was written"
     age = now - stamp["time"]
-    if age < -60:
-        return False, "the stamp's time is in the future (the clock moved back)"
-    if age > max_age:
-        return False, f"the stamp is {int(age)} s old, more than the maximum age of {max_age} s"
     if live_fingerprint is None:
         return False, "the node could not be fingerprinted"
+    unread = unfingerprinted(live_fingerprint)
+    if unread:
+        # What cannot be read cannot be compared: equal to itself, it would let a changed node skip.
+        return False, "the node could not be fingerprinted: " + "; ".join(unread)
     changes = fingerprint_changes(stamp["fingerprint"], live_fingerprint)
     if changes:
         return False, "the node changed since the stamp: " + "; ".join(changes)

@@ -18,7 +18,8 @@ description:
     and the static part of the run's record.
   - "With O(state=check), reads the plan of O(inputs) and says whether the next launch may start in one step
     (RV(ready)) or why not (RV(reason)): the plan must be intact and of these inputs (its age decides nothing: it
-    holds as long as the fingerprints do); the smoke test's record must still hold; every node, probed again in
+    holds as long as the fingerprints do); the smoke test's record must still hold (its fingerprint, not its age,
+    which counts on the full path only); every node, probed again in
     parallel, must give the plan's fingerprint (its boot id, kernel, the SSH files and the hostfile, the stack's
     manifest and virtualenv, tcmalloc, the launcher's packages, the role's scripts, the data set), have no folder
     for the new run and no process of an earlier run. When it may, and O(prepare=true), it makes the new run's
@@ -153,6 +154,7 @@ import os
 import re
 import shlex
 import subprocess
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -336,7 +338,9 @@ def check_plan(params, plan_path, check_mode):
     if not fresh:
         return {"ready": False, "reason": reason}
     record, _why = read_root_record(plan["smoke"]["record"])
-    smoke = smoke_test_due(record or "", plan["smoke"]["fingerprint"], now, max_age=float(plan["smoke"]["max_age"]))
+    # The one-step launch repeats no smoke test: its record holds while its fingerprint does, whatever its age (the
+    # smoke test's own age counts on the full path only).
+    smoke = smoke_test_due(record or "", plan["smoke"]["fingerprint"], now, max_age=sys.float_info.max)
     if smoke["run"]:
         return {"ready": False, "reason": f"the smoke test is due ({smoke['reason']})"}
     run_id = params["run_id"] or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))

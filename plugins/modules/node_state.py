@@ -16,37 +16,39 @@ description:
     its steps (RV(skip)) and why (RV(reason)).
   - "The fingerprint holds what the probe asks for: the versions of distro packages (one C(dpkg-query) or C(rpm)
     call), the distributions of a virtualenv (the names of its C(*.dist-info) folders, and the hash of its
-    C(pyvenv.cfg)), the hash of a manifest file, the hash, mode and owner of files, and the AMX probe (the facts
-    of M(amx.cluster.cpu_facts) that say whether AMX is usable, from C(/proc/cpuinfo), the kernel release, the
-    CPU affinity and the C(arch_prctl) probe)."
+    C(pyvenv.cfg)), the hash of a manifest file, the hash, mode and owner of files (a symlink by its target, never
+    followed), and the AMX probe (the facts of M(amx.cluster.cpu_facts) that say whether AMX is usable, from
+    C(/proc/cpuinfo), the kernel release, the CPU affinity and the C(arch_prctl) probe)."
+  - What cannot be read (a FIFO, a device or a folder where a file is expected, a path that gives an error, no
+    package manager) is never opened nor taken as unchanged; the role runs in full.
+  - A role keeps one stamp per inputs hash (O(stamp_dir)/O(role).<16 hex digits>.json, the newest 4), so that two
+    checkouts or controllers with other inputs do not replace each other's.
   - The role may skip only when the stamp is a regular file owned by root with mode 0600, intact (its digest
-    matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)),
-    younger than O(max_age), and its fingerprint equals the live one. Anything else is the full path.
-  - With O(write=true), takes the fingerprint of O(probe) and writes the stamp of O(role) (JSON, root-owned,
-    0600, replaced atomically) under O(stamp_dir). It reports C(changed) when the record (inputs, probe,
-    fingerprint, boot id, facts) differs from the stamp already there; a stamp renewed with only a new time is
-    not a change.
+    matches), of the same role and inputs hash, written during this boot (C(/proc/sys/kernel/random/boot_id)), and
+    its fingerprint equals the live one, whatever its age. Anything else is the full path.
+  - With O(write=true), takes the fingerprint of O(probe) and writes the stamp of O(role) and O(inputs_hash) (JSON,
+    root-owned, 0600, replaced atomically) under O(stamp_dir), and removes that role's stamps past the newest 4.
+    It reports C(changed) when the record (inputs, probe, fingerprint, boot id, facts) differs from the stamp
+    already there; a stamp renewed with only a new time is not a change.
 author:
   - amx.cluster developers (@amx-cluster)
 options:
   role:
-    description: The role whose stamp is read or written (the file is O(stamp_dir)/O(role).json).
+    description: The role whose stamp is read or written (the file is O(stamp_dir)/O(role).<hash>.json, its name
+      from O(inputs_hash)).
     type: str
     required: true
   inputs_hash:
     description:
-      - The hash of the role's inputs (collection version, role files, resolved variables), from the
-        C(amx.cluster.node_stamp_inputs) filter. A stamp of other inputs never lets the role skip.
+      - The hash of the role's inputs (collection version, the collection's plugin code, role files, resolved
+        variables), from M(amx.cluster.node_record). It names the stamp read or written; a stamp
+        of other inputs never lets the role skip.
     type: str
     required: true
   stamp_dir:
     description: The folder of the stamps on the node (created 0700 root when a stamp is written).
     type: path
     default: /var/lib/amx-cluster/stamps
-  max_age:
-    description: The age in seconds past which a stamp is not trusted; 0 never trusts one.
-    type: int
-    default: 86400
   force:
     description: Never skip (a forced full run); the stamp is still read and the fingerprint taken.
     type: bool
@@ -74,7 +76,8 @@ options:
         description: A file whose sha256 is compared (the stack manifest).
         type: path
       files:
-        description: Files whose sha256, mode and owner are compared (a missing file is part of the fingerprint).
+        description: Files whose sha256, mode and owner are compared (a missing file is part of the fingerprint; a
+          symlink is compared by its target and not followed; a file that cannot be read means the full path).
         type: list
         elements: path
         default: []
@@ -84,9 +87,9 @@ options:
         default: false
       stamps:
         description:
-          - Stamps of other roles under O(stamp_dir) that must still hold, as a dict of role name to C(inputs_hash)
-            and C(max_age). Each is read and decided as its own role decides it (intact, root's, this boot, younger
-            than its C(max_age), of that C(inputs_hash), and the node as its fingerprint found it); the stamp's
+          - Stamps of other roles under O(stamp_dir) that must still hold, as a dict of role name to
+            C({inputs_hash}). Each is read and decided as its own role decides it (intact, root's, this boot, of
+            that C(inputs_hash), and the node as its fingerprint found it); the stamp's
             digest is compared. The provision stamp names the node roles' stamps this way. With O(write=true), no
             stamp is written while one of them does not hold (RV(written) is false and RV(reason) says which).
         type: dict
@@ -127,7 +130,6 @@ EXAMPLES = r"""
   amx.cluster.node_state:
     role: tcmalloc
     inputs_hash: "{{ tcmalloc_inputs_hash }}"
-    max_age: 86400
   become: true
   register: tcmalloc_state
 
@@ -179,10 +181,10 @@ facts:
   type: dict
   sample: {"tcmalloc_library_path": "/lib/x86_64-linux-gnu/libtcmalloc.so.4"}
 stamp_path:
-  description: The stamp's file.
+  description: The stamp's file (of O(role) and O(inputs_hash)).
   returned: always
   type: str
-  sample: /var/lib/amx-cluster/stamps/tcmalloc.json
+  sample: /var/lib/amx-cluster/stamps/tcmalloc.3f1c0a9b2d4e5f60.json
 disk_free_bytes:
   description: Free bytes for an unprivileged user on the file system of O(disk_path); null when it cannot be read.
   returned: always
@@ -206,6 +208,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
 from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
 from ansible_collections.amx.cluster.plugins.module_utils.node_probe import dist_info_names
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
+    UNREADABLE,
     StampError,
     amx_fingerprint,
     build_stamp,
@@ -216,10 +219,13 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
     parse_boot_id,
     parse_package_versions,
     parse_stamp,
+    record_name,
+    records_to_remove,
     same_record,
     stamp_text,
     venv_distributions,
 )
+import contextlib
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 CPUINFO = "/proc/cpuinfo"
@@ -228,17 +234,34 @@ ROLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def file_state(path):
-    """{sha256, mode, uid} of a file, None when it is missing (a symlink is followed: what a reader sees)."""
+    """{sha256, mode, uid} of a regular file, None when it is missing, {"link": target} for a symlink (never
+    followed: a role that depends on the file behind it names that file too), {"unreadable": why} for anything
+    else (a FIFO, a device or a folder is never opened; an error while reading)."""
     try:
-        with open(path, "rb") as handle:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return {UNREADABLE: type(exc).__name__}
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            return {"link": os.readlink(path)}
+        except OSError as exc:
+            return {UNREADABLE: type(exc).__name__}
+    if not stat.S_ISREG(info.st_mode):
+        return {UNREADABLE: "not a regular file"}
+    try:
+        # No following and no waiting: the path may have become a link or a FIFO since the lstat.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
             info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return {UNREADABLE: "not a regular file"}
             digest = hashlib.sha256()
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
-    except FileNotFoundError:
-        return None
     except OSError as exc:
-        return {"error": type(exc).__name__}
+        return {UNREADABLE: type(exc).__name__}
     return {"sha256": digest.hexdigest(), "mode": f"{stat.S_IMODE(info.st_mode):04o}", "uid": info.st_uid}
 
 
@@ -250,10 +273,18 @@ def package_versions(module, names):
         if binary:
             _rc, out, _err = module.run_command(package_query_argv(manager, binary, names), environ_update=C_LOCALE)
             return parse_package_versions(manager, names, out)
-    return {name: "no package manager" for name in names}
+    return {name: {UNREADABLE: "no package manager"} for name in names}
 
 
 def venv_state(path):
+    try:
+        info = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        info = None
+    except OSError as exc:
+        return {UNREADABLE: type(exc).__name__}
+    if info is not None and not stat.S_ISDIR(info.st_mode):
+        return {UNREADABLE: "not a folder"}
     return {
         "distributions": venv_distributions(dist_info_names(path)),
         "pyvenv_cfg": file_state(os.path.join(path, "pyvenv.cfg")),
@@ -285,23 +316,23 @@ def amx_state():
             allowed_cpus=read_allowed_cpus(),
         )
     except (OSError, CpuInfoError) as exc:
-        return {"error": type(exc).__name__}
+        return {UNREADABLE: type(exc).__name__}
     return amx_fingerprint(facts)
 
 
 def named_stamps_state(module, stamp_dir, stamps, boot_id, now):
     """{role: {"holds": true, "digest"} | {"holds": false, "reason"}} for the stamps a probe names: each read and
-    decided as its own role decides it (its inputs hash and maximum age as the probe gives them)."""
+    decided as its own role decides it (its inputs hash as the probe gives it)."""
     state = {}
     for role, want in stamps.items():
-        stamp, why = read_stamp(os.path.join(stamp_dir, role + ".json"), role)
+        stamp, why = read_stamp(stamp_dir, role, want["inputs_hash"])
         if stamp is not None and stamp["probe"]["stamps"]:
             stamp, why = None, "it names stamps of its own"
         if stamp is None:
             state[role] = {"holds": False, "reason": why}
             continue
         live = fingerprint(module, stamp["probe"], stamp_dir, boot_id, now)
-        holds, why = decide(stamp, want["inputs_hash"], live, boot_id, now, want["max_age"])
+        holds, why = decide(stamp, want["inputs_hash"], live, boot_id, now)
         state[role] = {"holds": True, "digest": stamp["digest"]} if holds else {"holds": False, "reason": why}
     return state
 
@@ -323,20 +354,47 @@ def fingerprint(module, probe, stamp_dir, boot_id, now):
     return live
 
 
-def read_stamp(path, role):
-    """(stamp or None, why not): only a regular file of root's with mode 0600 is read."""
+def read_stamp(stamp_dir, role, inputs):
+    """(stamp or None, why not) of the record of `role` for `inputs`: only a regular file of root's with mode 0600
+    is read."""
+    path = os.path.join(stamp_dir, record_name(role, inputs))
     text, why = read_root_record(path)
+    if text is None and why == ABSENT:
+        others = records_to_remove(role, stamp_entries(stamp_dir), keep=0)
+        if others:
+            why = "the role's inputs changed (collection version or code, role files or variables): no stamp of them"
+            return None, why
+        return None, "no stamp of an earlier run"
     if text is None:
-        return None, "no stamp of an earlier run" if why == ABSENT else f"the stamp {path} {why}: not trusted"
+        return None, f"the stamp {path} {why}: not trusted"
     try:
         return parse_stamp(text, role), ""
     except StampError as exc:
         return None, f"{exc}: not trusted"
 
 
-def write_stamp(directory, path, text):
+def stamp_entries(stamp_dir):
+    """{name: modification time} of the files of the stamp folder ({} when there is none)."""
+    try:
+        names = os.listdir(stamp_dir)
+    except OSError:
+        return {}
+    entries = {}
+    for name in names:
+        try:
+            entries[name] = os.lstat(os.path.join(stamp_dir, name)).st_mtime
+        except OSError:
+            continue
+    return entries
+
+
+def write_stamp(directory, path, text, role):
     os.makedirs(directory, mode=0o700, exist_ok=True)
     write_atomically(path, text, mode=0o600, prefix=".stamp-")
+    # The newest records of the role stay, one per inputs: another checkout's record is not this one's to replace.
+    for name in records_to_remove(role, stamp_entries(directory)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, name))
 
 
 def disk_free(path):
@@ -359,7 +417,7 @@ def run(module, params, check_mode):
     role = params["role"]
     if not ROLE_NAME.match(role):
         raise NodeStateError(f"role '{role}' is not a role name (lower case letters, digits and _)")
-    path = os.path.join(params["stamp_dir"], role + ".json")
+    path = os.path.join(params["stamp_dir"], record_name(role, params["inputs_hash"]))
     try:
         with open(BOOT_ID) as handle:
             boot_id = parse_boot_id(handle.read())
@@ -390,11 +448,11 @@ def run(module, params, check_mode):
         stamp = build_stamp(
             role, params["inputs_hash"], probe, live, boot_id, now, params["facts"], params["node_facts"]
         )
-        earlier, _why = read_stamp(path, role)
+        earlier, _why = read_stamp(params["stamp_dir"], role, params["inputs_hash"])
         renewed = earlier is not None and same_record(earlier, stamp)
         if not check_mode:
             try:
-                write_stamp(params["stamp_dir"], path, stamp_text(stamp))
+                write_stamp(params["stamp_dir"], path, stamp_text(stamp), role)
             except OSError as exc:
                 raise NodeStateError(f"cannot write the stamp {path} ({exc}): run the task with become: true") from None
         result.update(
@@ -406,12 +464,12 @@ def run(module, params, check_mode):
         return result
 
     now = time.time()
-    stamp, why = read_stamp(path, role)
+    stamp, why = read_stamp(params["stamp_dir"], role, params["inputs_hash"])
     live = fingerprint(module, stamp["probe"], params["stamp_dir"], boot_id, now) if stamp is not None else None
-    if stamp is None and not params["force"] and params["max_age"] > 0:
+    if stamp is None and not params["force"]:
         skip, reason = False, why
     else:
-        skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["max_age"], params["force"])
+        skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["force"])
     result.update(skip=skip, reason=reason, fingerprint=live or {})
     if skip:
         result["facts"] = stamp["facts"]
@@ -425,7 +483,6 @@ def main():
             role=dict(type="str", required=True),
             inputs_hash=dict(type="str", required=True),
             stamp_dir=dict(type="path", default="/var/lib/amx-cluster/stamps"),
-            max_age=dict(type="int", default=86400),
             force=dict(type="bool", default=False),
             write=dict(type="bool", default=False),
             probe=dict(

@@ -13,20 +13,21 @@ author:
 description:
   - "The first and the last node task of C(playbooks/provision.yml). With O(state=check), hashes the provision's
     inputs on the controller (the collection's files and version, the inventory's groups and C(--limit), where the
-    playbook runs from, and every cluster host's variables as the inventory and the command line give them, as
-    M(amx.cluster.train_launch) does) and makes one M(amx.cluster.node_state) call on the node, which says whether
-    the node is as the last full provision with these inputs left it (RV(skip)) and why (RV(reason)): its
-    provision stamp is intact, root's, of this boot, younger than O(max_age) and of these inputs; every node role's
-    stamp that it names (tcmalloc, torch_stack, hf_examples, amx_check) still holds as that role would decide, node
-    checked again; and the files of the SSH mesh and the hostfile have the content, mode and owner they had.
-    C(node_stamp_force=true) or C(ssh_mesh_rotate=true) on any cluster host (the command line's C(-e)) always takes
-    the full path, also twice in a row: the first runs every role in full, the second makes a new cluster key."
+    playbook runs from, and the node's own settings as the inventory and the command line give them, templated,
+    without what the run registered or set, as M(amx.cluster.train_launch) does for every host) and makes one
+    M(amx.cluster.node_state) call on the node, which says whether the node is as the last full provision with these
+    inputs left it (RV(skip)) and why (RV(reason)): its provision stamp is intact, root's, of this boot and of these
+    inputs (whatever its age); every node role's stamp that it names (tcmalloc, torch_stack, hf_examples, amx_check)
+    still holds as that role would decide, node checked again; and the files of the SSH mesh and the hostfile have the
+    content, mode and owner they had. C(node_stamp_force=true) or C(ssh_mesh_rotate=true) on any cluster host (the
+    command line's C(-e)) always takes the full path, also twice in a row: the first runs every role in full, the
+    second makes a new cluster key."
   - With O(state=present), at the end of a full provision that passed, writes the node's provision stamp
-    (C(provision.json) under O(stamp_dir)) for the inputs of the run's check, naming the node roles' stamps that
-    this run decided on and the files that M(amx.cluster.ssh_mesh) (C(ssh_mesh_files)) and
-    M(amx.cluster.mpi_hostfile) (C(mpi_hostfile_file)) published. A role that did not run in full here (under
-    C(--tags), say) or a stamp that does not hold means no stamp (RV(written=false)) and the next provision takes
-    the full path.
+    (C(provision.<hash>.json) under O(stamp_dir), one per inputs, the newest 4 kept) for the inputs of the run's
+    check, naming the node roles' stamps that this run decided on and the files that M(amx.cluster.ssh_mesh)
+    (C(ssh_mesh_files)) and M(amx.cluster.mpi_hostfile) (C(mpi_hostfile_file)) published. A role that did not run in
+    full here (under C(--tags), say) or a stamp that does not hold means no stamp (RV(written=false)) and the next
+    provision takes the full path.
   - Never reports a change; run it with C(become=true) (the stamps are root's).
 options:
   state:
@@ -42,10 +43,6 @@ options:
     description: The folder of the stamps on the node.
     type: path
     default: /var/lib/amx-cluster/stamps
-  max_age:
-    description: The age in seconds past which a provision stamp is not trusted; 0 never trusts one.
-    type: int
-    default: 86400
 notes:
   - The check reads the nodes and changes nothing, in check mode too.
   - The check does not log in from the master to each worker again, as the full path's C(amx.cluster.ssh_mesh)

@@ -13,17 +13,18 @@ author:
 description:
   - The first play of C(playbooks/train.yml), on the master. On the controller, hashes the launch's inputs (the
     collection's files and version, the inventory's groups and C(--limit), where the playbook runs from, and every
-    cluster host's variables as the inventory and the command line give them; C(train_run_id) left out).
+    cluster host's own settings as the inventory and the command line give them, templated in its context, without
+    what the run registered or set and without C(train_run_id)).
   - On the master, one call of M(amx.cluster.launch_plan) reads the plan that the last full launch with these inputs
-    left (amx.cluster.train keeps one after a job that passed), checks that the smoke test's record still holds, and
-    probes every node in parallel over the cluster's SSH mesh. When every node gives the plan's fingerprint, it makes
-    the new run's folder on every node; the job then starts and is followed as M(amx.cluster.train_job) does (a long
-    poll, progress lines on standard error), and the run's files come back in the job's last answer to the
-    controller's results folder with C(run.json).
-  - Any difference (another setting, a changed package, file, SSH key or data set, a reboot, a plan edited or too
-    old, a run folder already there, processes of an earlier run, a forced full check through
-    C(train_smoke_test_force) or C(node_stamp_force)) hands over to the full path, which runs every role and gate
-    with their own messages; the task then reports RV(launched=false) and the reason, and changes nothing.
+    left (amx.cluster.train keeps one after a job that passed), checks that the smoke test's record still holds (its
+    fingerprint, whatever its age), and probes every node in parallel over the cluster's SSH mesh. When every node
+    gives the plan's fingerprint, it makes the new run's folder on every node; the job then starts and is followed as
+    M(amx.cluster.train_job) does (a long poll, progress lines on standard error), and the run's files come back in
+    the job's last answer to the controller's results folder with C(run.json).
+  - Any difference (another setting, a changed package, file, SSH key or data set, a reboot, a plan edited, a run
+    folder already there, processes of an earlier run, a forced full check through C(train_smoke_test_force) or
+    C(node_stamp_force)) hands over to the full path, which runs every role and gate with their own messages; the task
+    then reports RV(launched=false) and the reason, and changes nothing.
   - The task fails only when the job it started fails, with M(amx.cluster.train_job)'s message.
   - Run it with C(become=true) (the plan is root's); the job runs as the plan's training user.
 options:

@@ -1,15 +1,15 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The controller's side of the node state stamp (filters node_stamp_inputs and node_stamp_option_names): the
-inputs hash of a node role, from its files, its collection's version and its resolved options."""
+"""The controller's side of the node record (the action amx.cluster.node_record): the inputs hash of a node role,
+from its files, its collection's version and plugin code and its resolved options."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from typing import Any, Dict, List, Mapping
+from typing import Any, Dict, List, Mapping, Tuple
 
 import yaml
 
@@ -22,8 +22,11 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
 # Files of a role that do not change what it does.
 LEFT_OUT = ("README.md",)
 # Options that say how this run checks the node, not what the role makes of it: node_setup.yml sets
-# <role>_preflight_done where train.yml does not, and a new maximum age is applied when the stamp is read.
-RUN_OPTION_SUFFIXES = ("_preflight_done", "_stamp_max_age")
+# <role>_preflight_done where train.yml does not.
+RUN_OPTION_SUFFIXES = ("_preflight_done",)
+# The collection's code that a node role's run uses (its modules and what they ship, its actions and filters): a
+# checkout at the same version with other code is other inputs.
+PLUGIN_FOLDERS = ("action", "filter", "module_utils", "modules", "plugin_utils")
 
 
 def collection_version(role_path: str) -> str:
@@ -42,6 +45,46 @@ def collection_version(role_path: str) -> str:
     raise StampError(f"no MANIFEST.json or galaxy.yml two folders above the role {role_path}")
 
 
+# {path: ((inode, size, mtime), sha256)}: every task hashes the same collection files again; a file is read again
+# only when its inode, size or time changed.
+_HASHED: Dict[str, Tuple[Tuple[int, int, int], str]] = {}
+
+
+def file_sha256(path: str) -> str:
+    """The sha256 of a collection file's bytes, kept for the life of the process while the file stays as it was."""
+    info = os.stat(path)
+    key = (info.st_ino, info.st_size, info.st_mtime_ns)
+    known = _HASHED.get(path)
+    if known is not None and known[0] == key:
+        return known[1]
+    with open(path, "rb") as handle:
+        digest = hashlib.sha256(handle.read()).hexdigest()
+    _HASHED[path] = (key, digest)
+    return digest
+
+
+def folder_file_hashes(folder: str, label: str) -> Dict[str, str]:
+    """{label/relative path: sha256} of every file beneath `folder` (compiled Python left out); {} when absent."""
+    hashes: Dict[str, str] = {}
+    for current, subfolders, files in os.walk(folder):
+        subfolders[:] = sorted(sub for sub in subfolders if sub != "__pycache__")
+        for file_name in sorted(files):
+            if file_name.endswith(".pyc"):
+                continue
+            path = os.path.join(current, file_name)
+            hashes[f"{label}/{os.path.relpath(path, folder)}"] = file_sha256(path)
+    return hashes
+
+
+def plugin_file_hashes(role_path: str) -> Dict[str, str]:
+    """{plugins/<folder>/<relative path>: sha256} of the code of the collection a role belongs to (PLUGIN_FOLDERS)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(role_path)))
+    hashes: Dict[str, str] = {}
+    for folder in PLUGIN_FOLDERS:
+        hashes.update(folder_file_hashes(os.path.join(root, "plugins", folder), f"plugins/{folder}"))
+    return hashes
+
+
 def role_file_hashes(role_path: str) -> Dict[str, str]:
     """{role/relative path: sha256} of every file of a role (its README and compiled Python left out)."""
     if not os.path.isdir(role_path):
@@ -54,18 +97,18 @@ def role_file_hashes(role_path: str) -> Dict[str, str]:
             relative = os.path.relpath(os.path.join(folder, file_name), role_path)
             if relative in LEFT_OUT or file_name.endswith(".pyc"):
                 continue
-            with open(os.path.join(folder, file_name), "rb") as handle:
-                hashes[f"{name}/{relative}"] = hashlib.sha256(handle.read()).hexdigest()
+            hashes[f"{name}/{relative}"] = file_sha256(os.path.join(folder, file_name))
     return hashes
 
 
 def node_stamp_inputs(variables: Mapping[str, Any], role_paths: List[str]) -> str:
-    """The inputs hash of a node role: the collection version, the files of `role_paths`, the `variables`."""
+    """The inputs hash of a node role: the collection version, its plugin code (PLUGIN_FOLDERS), the files of
+    `role_paths`, the `variables`."""
     if isinstance(role_paths, str):
         role_paths = [role_paths]
     if not isinstance(role_paths, list) or not role_paths:
         raise StampError("give the role folders to hash as a list (the role's own first)")
-    files: Dict[str, str] = {}
+    files: Dict[str, str] = plugin_file_hashes(role_paths[0])
     for path in role_paths:
         files.update(role_file_hashes(path))
     return inputs_hash(collection_version(role_paths[0]), files, variables)

@@ -5,7 +5,7 @@
 through Docker (community.docker's docker connection): tcmalloc installs its package from Debian's mirror and stamps
 the node; a second run is skipped by the stamp with nothing changed and its facts still set; a package removed
 behind the role's back takes the full path again, which puts it back. Three runs of the role, kept to that for the
-time of `make test`: an edited or untrusted stamp, a reboot, the age, other inputs and a forced run are tested
+time of `make test`: an edited or untrusted stamp, a reboot, the clock, other inputs and a forced run are tested
 without a container (tests/unit/plugins/modules/test_node_state.py, module_utils/test_node_state.py).
 """
 
@@ -21,7 +21,7 @@ import pytest
 from docker_node import VENV_BIN, docker_node, run
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
-STAMP = "/var/lib/amx-cluster/stamps/tcmalloc.json"
+STAMP = "/var/lib/amx-cluster/stamps/tcmalloc.*.json"  # one record per inputs
 FULL_STEP = "TASK [amx.cluster.tcmalloc : Read the linker cache]"
 
 pytestmark = pytest.mark.slow

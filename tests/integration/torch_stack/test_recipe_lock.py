@@ -167,7 +167,7 @@ def run_role(node) -> subprocess.CompletedProcess:
         "torch_stack_find_links": [str(node["standins"])],
         "torch_stack_controller_cache": str(top / "controller cache"),
         "torch_stack_node_wheelhouse": str(top / "node-wheelhouse"),
-        "torch_stack_stamp_max_age": 0,  # every run decides from the manifest, not from a stamp
+        "node_stamp_force": True,  # every run decides from the manifest, not from a record
         "node_stamp_dir": str(top / "stamps"),
     }
     (top / "play.yml").write_text(PLAY)

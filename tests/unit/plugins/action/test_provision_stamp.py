@@ -46,10 +46,10 @@ PLAY = """
 
     - name: Stand in for the facts the node roles and the mesh publish
       ansible.builtin.set_fact:
-        __tcmalloc_stamp: {skip: false, reason: x, inputs_hash: "@INPUTS@", max_age: "3600"}
+        __tcmalloc_stamp: {skip: false, reason: x, inputs_hash: "@INPUTS@"}
         __torch_stack_stamp: >-
-          {{ {'inputs_hash': '@INPUTS@', 'max_age': 3600} if 'torch_stack' in roles_run else {} }}
-        __amx_check_stamp: {inputs_hash: "@INPUTS@", max_age: 3600}
+          {{ {'inputs_hash': '@INPUTS@'} if 'torch_stack' in roles_run else {} }}
+        __amx_check_stamp: {inputs_hash: "@INPUTS@"}
         ssh_mesh_files: []
         mpi_hostfile_file: "{{ hostfile }}"
       when: lookup('ansible.builtin.env', 'WRITE_ROLES') == 'yes'
@@ -147,21 +147,93 @@ def test_no_stamp_when_a_node_role_did_not_decide_in_this_run(cluster):
     result = cluster(write_roles=True, roles_run=["tcmalloc", "amx_check"])
     assert result["stamped"]["written"] is False
     assert result["stamped"]["reason"] == "no provision stamp: torch_stack did not run in full here"
-    assert not (cluster.path / "stamps" / "provision.json").exists()
+    assert not list((cluster.path / "stamps").glob("provision.*"))
 
 
 def test_the_named_stamps_and_files_come_from_the_runs_facts():
     facts = {
-        "__tcmalloc_stamp": {"skip": True, "reason": "r", "inputs_hash": INPUTS, "max_age": "600"},
-        "__torch_stack_stamp": {"inputs_hash": INPUTS, "max_age": 60},
-        "__amx_check_stamp": {"inputs_hash": INPUTS, "max_age": 60},
+        "__tcmalloc_stamp": {"skip": True, "reason": "r", "inputs_hash": INPUTS},
+        "__torch_stack_stamp": {"inputs_hash": INPUTS},
+        "__amx_check_stamp": {"inputs_hash": INPUTS},
         "ssh_mesh_files": ["/home/u/.ssh/config", "/home/u/.ssh/authorized_keys"],
         "mpi_hostfile_file": "",
     }
     stamps, missing = named_stamps(facts)
     assert missing == [] and sorted(stamps) == ["amx_check", "tcmalloc", "torch_stack"]
-    assert stamps["tcmalloc"] == {"inputs_hash": INPUTS, "max_age": 600}
-    assert named_stamps({**facts, "__hf_examples_stamp": {"inputs_hash": INPUTS, "max_age": 1}})[0]["hf_examples"]
+    assert stamps["tcmalloc"] == {"inputs_hash": INPUTS}
+    assert named_stamps({**facts, "__hf_examples_stamp": {"inputs_hash": INPUTS}})[0]["hf_examples"]
     assert named_stamps({})[1] == ["tcmalloc", "torch_stack", "amx_check"]
     assert mesh_files(facts) == (["/home/u/.ssh/authorized_keys", "/home/u/.ssh/config"], [])
     assert mesh_files({"mpi_hostfile_file": "/home/u/hosts"}) == (["/home/u/hosts"], ["ssh_mesh"])
+
+
+# More hosts than forks: each host's check (and the master's launch check) runs after other hosts registered
+# results, in this task and the ones before; none of them may be in the inputs.
+FORKS_PLAY = """
+- hosts: cluster
+  gather_facts: false
+  tasks:
+    - name: Register what differs on every run
+      ansible.builtin.command: date +%s%N
+      register: clock
+      changed_when: false
+
+    - name: Set a fact that differs on every run
+      ansible.builtin.set_fact:
+        started: "{{ now() }}"
+
+    - name: Check the node
+      amx.cluster.provision_stamp:
+        state: check
+        stamp_dir: "{{ stamp_dir }}"
+      register: check
+
+    - name: Check the launch
+      amx.cluster.train_launch:
+        enabled: false
+      register: launch
+      when: inventory_hostname == 'h1'
+
+    - name: Keep the inputs
+      ansible.builtin.copy:
+        content: "{{ {'check': check.inputs, 'launch': launch.inputs | default('')} | to_json }}"
+        dest: "{{ out }}/{{ inventory_hostname }}.json"
+        mode: "0644"
+"""
+
+
+def test_the_inputs_do_not_depend_on_the_forks_nor_on_what_the_run_registered(tmp_path):
+    (tmp_path / "play.yml").write_text(FORKS_PLAY)
+    hosts = {f"h{number}": None for number in range(1, 5)}
+    inventory = {
+        "all": {
+            "children": {
+                "cluster": {"children": {"master": {"hosts": {"h1": None}}, "workers": {"hosts": dict(hosts)}}}
+            },
+            "vars": {
+                "ansible_connection": "local",
+                "ansible_python_interpreter": sys.executable,
+                "stamp_dir": str(tmp_path / "stamps"),
+                "out": str(tmp_path),
+                # A lookup counts by its value, not its text.
+                "train_note": "{{ lookup('ansible.builtin.env', 'AMX_NOTE') }}",
+            },
+        }
+    }
+    del inventory["all"]["children"]["cluster"]["children"]["workers"]["hosts"]["h1"]
+    (tmp_path / "inventory.json").write_text(json.dumps(inventory))
+
+    def run(note="one"):
+        argv = [str(PLAYBOOK), "-f", "1", "-i", str(tmp_path / "inventory.json"), str(tmp_path / "play.yml")]
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / "ansible.cfg"), ANSIBLE_NOCOLOR="1", AMX_NOTE=note)
+        done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return {host: json.loads((tmp_path / f"{host}.json").read_text()) for host in hosts}
+
+    first, second = run(), run()
+    assert first == second
+    assert len({found["check"] for found in first.values()}) == 4  # each host's own settings
+    assert first["h1"]["launch"]
+    other = run(note="two")
+    assert all(other[host]["check"] != first[host]["check"] for host in hosts)
+    assert other["h1"]["launch"] != first["h1"]["launch"]

@@ -113,9 +113,10 @@ def test_tree_hash_is_over_the_sorted_lines_of_its_files(tmp_path):
     b = os.stat(top / "sub" / "b.txt")
     lines = [
         "a.json\t3\t1700000000123456789",
-        f"linked_dir\t->{tmp_path / 'outside'}",
+        f"linked_dir\t->{tmp_path / 'outside'}\tdir",
         f"sub/b.txt\t{b.st_size}\t{b.st_mtime_ns}",
-        "sub/link\t->../a.json",
+        # A link: its target's size and time (through stat), never its contents.
+        "sub/link\t->../a.json\t3\t1700000000123456789",
     ]
     expected = sha("".join(line + "\n" for line in sorted(lines)).encode())
     assert np.probe({"trees": [str(top)]})["trees"] == {str(top): expected}
@@ -158,6 +159,28 @@ def test_tree_changes(tmp_path, change, differs):
         assert np.differences(before, after) == [f"the tree {top} changed"]
     else:
         assert np.differences(before, after) == []
+
+
+@pytest.mark.parametrize(
+    "plant",
+    [
+        lambda top: os.mkfifo(top / "sub" / "fifo"),
+        lambda top: (top / "sub" / "dangling").symlink_to("nowhere"),
+        lambda top: (top / "sub" / "to-fifo").symlink_to(top.parent / "outside-fifo"),
+    ],
+    ids=["a FIFO", "a dangling link", "a link to a FIFO"],
+)
+def test_a_tree_with_what_cannot_be_fingerprinted_is_unreadable_and_always_a_change(tmp_path, plant):
+    top = _tree(tmp_path)
+    os.mkfifo(tmp_path / "outside-fifo")
+    plant(top)
+    # In a child with a deadline: a FIFO is never opened, so nothing waits on a writer.
+    done = run_probe("stdin", [json.dumps({"trees": [str(top)]})], tmp_path, timeout=60)
+    found = json.loads(done.stdout)["result"]["trees"]
+    assert found == {str(top): np.UNREADABLE}
+    # Unreadable then and now is no proof that nothing changed.
+    before = after = np.probe({"trees": [str(top)]})
+    assert np.differences(before, after) == [f"the tree {top} cannot be read now"]
 
 
 def test_tree_absent_or_not_a_folder(tmp_path):
@@ -417,7 +440,7 @@ def live(**changes):
 
 def test_fingerprint_is_the_compared_part():
     assert np.fingerprint(RECORDED) == {key: RECORDED[key] for key in np.FINGERPRINT_KEYS}
-    assert set(np.FINGERPRINT_KEYS) == {"boot_id", "kernel", "files", "trees", "venv", "packages"}
+    assert set(np.FINGERPRINT_KEYS) == {"boot_id", "kernel", "python", "files", "trees", "venv", "packages"}
 
 
 @pytest.mark.parametrize(
@@ -426,10 +449,9 @@ def test_fingerprint_is_the_compared_part():
         {"present": ["/runs/1"]},
         {"processes": ["12 python3 run_qa.py"]},
         {"disk_free": 1},
-        {"python": "3.12.0"},
         {"files__/home/u/hosts": HASH},
     ],
-    ids=["present", "processes", "disk_free", "python", "nothing"],
+    ids=["present", "processes", "disk_free", "nothing"],
 )
 def test_what_is_not_compared_makes_no_difference(changed):
     assert np.differences(RECORDED, live(**changed)) == []
@@ -443,6 +465,7 @@ CHANGES = [
     ({"boot_id": "1" * 36}, ["the node rebooted (another boot id)"]),
     ({"boot_id": ""}, ["the node's boot id cannot be read"]),
     ({"kernel": "6.1.0-2"}, ["the kernel (5.15.0-1 -> 6.1.0-2)"]),
+    ({"python": "3.11.4"}, ["the Python (3.11.2 -> 3.11.4)"]),
     ({"files__/home/u/.ssh/config": OTHER}, ["/home/u/.ssh/config changed"]),
     ({"files__/home/u/new": OTHER}, ["/home/u/new appeared"]),
     ({"files__/home/u/hosts": None}, ["/home/u/hosts is gone"]),
@@ -596,3 +619,10 @@ def test_main_in_process(capsys):
     assert np.main(["{}"]) == 0
     answer = json.loads(capsys.readouterr().out)
     assert answer["ok"] is True and answer["result"]["kernel"] == os.uname().release
+
+
+def test_a_file_unreadable_then_and_now_is_a_change():
+    unread = live(**{"files__/home/u/hosts": np.UNREADABLE})
+    assert np.differences(unread, unread) == ["/home/u/hosts cannot be read now"]
+    venv = live(venv__pyvenv_cfg=np.UNREADABLE)
+    assert np.differences(venv, venv) == ["the virtualenv /opt/v: pyvenv.cfg cannot be read now"]

@@ -43,7 +43,7 @@ def stamp(**changes):
 
 
 def decide(stamp_value, live=None, **kwargs):
-    options = dict(inputs=INPUTS, boot_id=BOOT, now=NOW, max_age=86400, force=False)
+    options = dict(inputs=INPUTS, boot_id=BOOT, now=NOW, force=False)
     options.update(kwargs)
     return ns.decide(
         stamp_value,
@@ -51,7 +51,6 @@ def decide(stamp_value, live=None, **kwargs):
         FINGERPRINT if live is None else live,
         options["boot_id"],
         options["now"],
-        options["max_age"],
         options["force"],
     )
 
@@ -136,12 +135,10 @@ def test_amx_fingerprint_keeps_what_decides_amx():
         ({"disk": "/"}, "unknown probe keys disk"),
         ("packages", "the probe must be a dict"),
         ({"stamps": ["tcmalloc"]}, "probe.stamps must be a dict"),
-        ({"stamps": {"../x": {"inputs_hash": "a" * 64, "max_age": 1}}}, "'../x' is not a role name"),
-        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64}}}, "must hold exactly inputs_hash and max_age"),
-        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": 1, "skip": True}}}, "exactly inputs_hash"),
-        ({"stamps": {"tcmalloc": {"inputs_hash": "abc", "max_age": 1}}}, "inputs_hash must be a sha256"),
-        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": "1"}}}, "max_age must be a number"),
-        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": True}}}, "max_age must be a number"),
+        ({"stamps": {"../x": {"inputs_hash": "a" * 64}}}, "'../x' is not a role name"),
+        ({"stamps": {"tcmalloc": {}}}, "must hold exactly inputs_hash"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "a" * 64, "max_age": 1}}}, "exactly inputs_hash"),
+        ({"stamps": {"tcmalloc": {"inputs_hash": "abc"}}}, "inputs_hash must be a sha256"),
     ],
 )
 def test_bad_probe_is_refused(probe, error):
@@ -150,7 +147,7 @@ def test_bad_probe_is_refused(probe, error):
 
 
 def test_named_stamps_are_kept_sorted_and_each_unheld_one_is_said_with_its_reason():
-    want = {"inputs_hash": "b" * 64, "max_age": 60}
+    want = {"inputs_hash": "b" * 64}
     assert list(ns.check_probe({"stamps": {"torch_stack": want, "amx_check": want}})["stamps"]) == [
         "amx_check",
         "torch_stack",
@@ -244,6 +241,7 @@ def test_match_skips():
         (changed(["files", "/root/.ssh/id_ed25519", "mode"], "0644"), "files: /root/.ssh/id_ed25519"),
         (changed(["amx", "amx_usable"], False), "amx: amx_usable"),
         (changed(["amx", "kernel_release"], "6.9.0"), "amx: kernel_release"),
+        (changed(["amx", "allowed_cpus"], [0, 1]), "amx: allowed_cpus"),  # another CPU affinity
     ],
 )
 def test_a_change_the_fingerprint_sees_takes_the_full_path(live, named):
@@ -263,24 +261,17 @@ def test_a_reboot_takes_the_full_path():
     assert decide(stamp(), boot_id="9" * 32) == (False, "the node rebooted since the stamp was written")
 
 
-@pytest.mark.parametrize(
-    ("now", "max_age", "words"),
-    [
-        (NOW + 86400, 86400, "more than the maximum age of 86400 s"),  # a stale stamp
-        (NOW, 60, "more than the maximum age of 60 s"),
-        (NOW - 3600, 86400, "in the future"),
-        (NOW, 0, "turned off"),
-    ],
-)
-def test_age_limits(now, max_age, words):
-    skip, reason = decide(stamp(), now=now, max_age=max_age)
-    assert not skip
-    assert words in reason
+@pytest.mark.parametrize("now", [NOW + 2 * 86400, NOW + 400 * 86400, NOW - 3600], ids=["2 days", "400 days", "back"])
+def test_no_clock_decides_alone(now):
+    """The clock moved (the next day, a year on, set back): a record holds while its fingerprint does."""
+    skip, reason = decide(stamp(), now=now)
+    assert skip is True, reason
+    assert reason.startswith("the node is as the stamp of ")
 
 
 def test_changed_inputs_take_the_full_path():
     skip, reason = decide(stamp(), inputs="b" * 64)
-    assert (skip, reason) == (False, "the role's inputs changed (collection version, role files or variables)")
+    assert (skip, reason) == (False, "the role's inputs changed (collection version or code, role files or variables)")
 
 
 def test_no_stamp_and_a_forced_run_take_the_full_path():
@@ -290,7 +281,7 @@ def test_no_stamp_and_a_forced_run_take_the_full_path():
 
 
 def test_a_node_that_could_not_be_fingerprinted_takes_the_full_path():
-    assert ns.decide(stamp(), INPUTS, None, BOOT, NOW, 86400) == (False, "the node could not be fingerprinted")
+    assert ns.decide(stamp(), INPUTS, None, BOOT, NOW) == (False, "the node could not be fingerprinted")
 
 
 # --- the controller's inputs hash ------------------------------------------------------------------------------

@@ -180,6 +180,22 @@ def test_a_plan_of_two_days_ago_still_starts_the_next_run_in_one_step(cluster):
     assert "passed 1728" in ready["reason"]  # 172800 s and the seconds the test took
 
 
+def test_the_next_day_with_an_old_smoke_record_still_starts_in_one_step(cluster):
+    """The clock two days ahead on an unchanged cluster: the plan and the smoke record hold while their fingerprints
+    do; the one-step launch repeats no smoke test (its maximum age, 3600 s here, counts on the full path only)."""
+    cluster.record.write_text(json.dumps(smoke_record(SMOKE, time.time() - 2 * 86400)))
+    assert cluster.write()["written"] is True
+    plan = parse_plan(cluster.plan_file.read_text())
+    plan["written"] -= 2 * 86400
+    cluster.plan_file.write_text(plan_text(plan))
+    ready = cluster.check("second")
+    assert ready["ready"] is True, ready
+    assert "smoke test passed 1728" in ready["smoke_reason"]
+    # Another fingerprint still makes it due.
+    cluster.record.write_text(json.dumps(smoke_record("0" * 64, time.time())))
+    assert cluster.check("third")["reason"].startswith("the smoke test is due (the cluster changed")
+
+
 def test_a_removed_plan_sends_the_next_launch_down_the_full_path(cluster):
     assert cluster.write()["written"] is True
     assert cluster.remove(check=True) == {**cluster.remove(check=True), "removed": True, "changed": True}

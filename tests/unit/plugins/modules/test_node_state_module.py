@@ -22,7 +22,6 @@ REPO = pathlib.Path(__file__).resolve().parents[4]
 INPUTS = "a" * 64
 DEFAULTS = {
     "stamp_dir": "/var/lib/amx-cluster/stamps",
-    "max_age": 86400,
     "force": False,
     "write": False,
     "probe": {},
@@ -57,7 +56,7 @@ def node(tmp_path):
 
     class Node:
         path = tmp_path
-        stamp = tmp_path / "stamps" / "ssh_mesh.json"
+        stamp = tmp_path / "stamps" / node_state.record_name("ssh_mesh", INPUTS)
         site_packages = site
 
         # In this process; the probe names no package, so no module object is needed for a package query.
@@ -129,6 +128,47 @@ def test_a_change_on_the_node_takes_the_full_path(node, change, named):
 
 
 @pytest.mark.parametrize(
+    ("plant", "said"),
+    [
+        (os.mkfifo, "not a regular file"),
+        (pathlib.Path.mkdir, "not a regular file"),
+    ],
+    ids=["fifo", "folder"],
+)
+def test_what_cannot_be_fingerprinted_is_the_full_path_then_and_now(node, plant, said):
+    """A FIFO (never opened: it would wait for a writer) or a folder where a file was probed cannot be compared:
+    unreadable then and now is no proof that nothing changed. Through ansible, with its time limit."""
+    (node.path / "hosts").unlink()
+    plant(node.path / "hosts")
+    assert node.ansible_write()["written"] is True
+    result = node.ansible_read()
+    assert result["skip"] is False
+    assert result["reason"].startswith("the node could not be fingerprinted: files: ") and said in result["reason"]
+
+
+def test_a_link_is_fingerprinted_by_its_target_path_never_by_the_file_behind_it(node):
+    """A link to a file only root may read: its target's name goes into the record, never that file's hash."""
+    secret = node.path / "root-only"
+    secret.write_text("secret\n")
+    os.chmod(secret, 0o600)
+    (node.path / "hosts").unlink()
+    (node.path / "hosts").symlink_to(secret)
+    written = node.write()
+    assert written["fingerprint"]["files"][str(node.path / "hosts")] == {"link": str(secret)}
+    assert node.read()["skip"] is True
+    (node.path / "hosts").unlink()
+    (node.path / "hosts").symlink_to(node.path / "id_ed25519")
+    assert node.read()["reason"].startswith("the node changed since the stamp: files:")
+
+
+def test_a_fifo_in_the_records_place_is_not_read_and_does_not_wait(node):
+    node.stamp.parent.mkdir(mode=0o700)
+    os.mkfifo(node.stamp, 0o600)
+    result = node.ansible_read()
+    assert result["skip"] is False and "not trusted" in result["reason"], result["reason"]
+
+
+@pytest.mark.parametrize(
     "spoil",
     [
         lambda n: os.chmod(n.stamp, 0o644),
@@ -151,7 +191,6 @@ def test_other_inputs_a_forced_run_and_no_stamp(node):
     node.write()
     assert node.read(inputs_hash="b" * 64)["reason"].startswith("the role's inputs changed")
     assert node.read(force=True)["skip"] is False
-    assert node.read(max_age=0)["skip"] is False
 
 
 def test_check_mode_writes_nothing(node):
@@ -199,7 +238,7 @@ def test_a_bad_role_name_or_probe_fails_before_anything_is_written(tmp_path):
 def provisioned(node):
     """The node's role stamp (ssh_mesh, from the fixture above) and a provision stamp that names it."""
     hosts = str(node.path / "hosts")
-    names = {"ssh_mesh": {"inputs_hash": INPUTS, "max_age": 3600}}
+    names = {"ssh_mesh": {"inputs_hash": INPUTS}}
     common = {**DEFAULTS, "role": "provision", "inputs_hash": "c" * 64, "stamp_dir": str(node.path / "stamps")}
 
     class Provisioned:
@@ -231,10 +270,9 @@ def test_a_stamp_that_names_stamps_holds_while_they_hold(node, provisioned):
     [
         (lambda n: (n.path / "id_ed25519").write_text("key two\n"), "the node changed since the stamp: files:"),
         (lambda n: n.stamp.unlink(), "no stamp of an earlier run"),
-        (lambda n: n.write(inputs_hash="b" * 64), "the role's inputs changed"),
         (lambda n: os.chmod(n.stamp, 0o644), "not trusted"),
     ],
-    ids=["role-file", "role-stamp-gone", "role-stamp-of-other-inputs", "role-stamp-untrusted"],
+    ids=["role-file", "role-stamp-gone", "role-stamp-untrusted"],
 )
 def test_a_named_stamp_that_no_longer_holds_takes_the_full_path(node, provisioned, change, said):
     provisioned.write()
@@ -242,6 +280,19 @@ def test_a_named_stamp_that_no_longer_holds_takes_the_full_path(node, provisione
     result = provisioned.read()
     assert result["skip"] is False
     assert "the stamp of ssh_mesh does not hold (" in result["reason"] and said in result["reason"], result["reason"]
+
+
+def test_records_of_other_inputs_do_not_evict_each_other(node, provisioned):
+    """Two checkouts (or controllers) alternating: each keeps its own record, both hit."""
+    provisioned.write()
+    for _round in range(2):
+        node.write(inputs_hash="b" * 64)
+        assert node.read(inputs_hash="b" * 64)["skip"] is True
+        assert node.read()["skip"] is True
+        assert provisioned.read()["skip"] is True
+    names = sorted(path.name for path in (node.path / "stamps").iterdir())
+    assert node_state.record_name("ssh_mesh", INPUTS) in names
+    assert node_state.record_name("ssh_mesh", "b" * 64) in names
 
 
 def test_a_renewed_named_stamp_or_a_changed_own_file_takes_the_full_path(node, provisioned, monkeypatch):
@@ -258,16 +309,14 @@ def test_a_renewed_named_stamp_or_a_changed_own_file_takes_the_full_path(node, p
     assert result["skip"] is False and result["reason"].startswith("the node changed since the stamp: files:")
 
 
-def test_a_named_stamp_past_its_own_age_takes_the_full_path(node, provisioned, monkeypatch):
+def test_the_next_day_an_unchanged_node_still_takes_one_step(node, provisioned, monkeypatch):
+    """The clock two days ahead: the provision record and the role record it names hold while their fingerprints do."""
     provisioned.write()
-    later = node_state.time.time() + 3601
+    later = node_state.time.time() + 2 * 86400
     monkeypatch.setattr(node_state.time, "time", lambda: later)
-    result = provisioned.read(max_age=7200)
-    assert result["skip"] is False
-    assert (
-        "the stamp of ssh_mesh does not hold (the stamp is 3601 s old, more than the maximum age of 3600 s)"
-        in result["reason"]
-    )
+    result = provisioned.read()
+    assert result["skip"] is True, result["reason"]
+    assert node.read()["skip"] is True
 
 
 def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
@@ -275,11 +324,11 @@ def test_no_stamp_is_written_on_stamps_that_do_not_hold(node, provisioned):
     result = provisioned.write()
     assert (result["written"], result["changed"]) == (False, False)
     assert result["reason"] == "no stamp written: the stamp of ssh_mesh does not hold (no stamp of an earlier run)"
-    assert not (node.path / "stamps" / "provision.json").exists()
+    assert not (node.path / "stamps" / node_state.record_name("provision", "c" * 64)).exists()
     # A stamp that names stamps of its own is not one to rest on (one level only).
     node.write()
     provisioned.write()
-    nested = provisioned.write(stamps={"provision": {"inputs_hash": "c" * 64, "max_age": 60}})
+    nested = provisioned.write(stamps={"provision": {"inputs_hash": "c" * 64}})
     assert nested["reason"] == "no stamp written: the stamp of provision does not hold (it names stamps of its own)"
 
 

@@ -1,8 +1,8 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The controller's side of the node state stamp: a role's inputs hash follows its files, its variables and the
-collection version; its option names come from its argument_specs."""
+"""The controller's side of the node record (amx.cluster.node_record): a role's inputs hash follows its files, its
+variables, the collection version and the collection's plugin code; its option names come from its argument_specs."""
 
 from __future__ import annotations
 
@@ -11,21 +11,21 @@ import pathlib
 import shutil
 
 import pytest
-from ansible.errors import AnsibleFilterError
-from filter_files import filters_named
+
+from ansible_collections.amx.cluster.plugins.module_utils.node_state import StampError
+from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_inputs as inputs
+from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_option_names as option_names
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
-FILTERS = filters_named("node_stamp_")
-inputs = FILTERS["node_stamp_inputs"]
-option_names = FILTERS["node_stamp_option_names"]
 
 
 @pytest.fixture
 def collection(tmp_path):
-    """A copy of the collection's galaxy.yml and of two roles, to edit."""
+    """A copy of the collection's galaxy.yml, its plugins and two roles, to edit."""
     shutil.copy(REPO / "galaxy.yml", tmp_path / "galaxy.yml")
     for role in ("tcmalloc", "node_stamp"):
         shutil.copytree(REPO / "roles" / role, tmp_path / "roles" / role)
+    shutil.copytree(REPO / "plugins", tmp_path / "plugins", ignore=shutil.ignore_patterns("__pycache__"))
     return tmp_path
 
 
@@ -47,6 +47,19 @@ def test_the_hash_follows_each_input(collection):
     assert inputs({"tcmalloc_install": True}, roles(collection)) != edited
 
 
+@pytest.mark.parametrize("folder", ["action", "filter", "module_utils", "modules", "plugin_utils"])
+def test_a_new_checkout_at_the_same_version_with_other_plugin_code_is_other_inputs(collection, folder):
+    base = inputs({}, roles(collection))
+    code = sorted((collection / "plugins" / folder).glob("*.py"))[0]
+    code.write_text(code.read_text() + "\n# patched\n")
+    assert inputs({}, roles(collection)) != base
+    # Python's caches are not the collection's code.
+    (collection / "plugins" / folder / "__pycache__").mkdir(exist_ok=True)
+    patched = inputs({}, roles(collection))
+    (collection / "plugins" / folder / "__pycache__" / "x.pyc").write_bytes(b"x")
+    assert inputs({}, roles(collection)) == patched
+
+
 def test_the_readme_does_not_count(collection):
     base = inputs({}, roles(collection))
     (collection / "roles" / "tcmalloc" / "README.md").write_text("# other words\n")
@@ -65,9 +78,9 @@ def test_the_collection_version_counts_and_an_installed_manifest_wins(collection
 
 def test_no_collection_around_the_role_is_an_error(tmp_path):
     shutil.copytree(REPO / "roles" / "tcmalloc", tmp_path / "x" / "tcmalloc")
-    with pytest.raises(AnsibleFilterError, match=r"amx\.cluster\.node_stamp_inputs: no MANIFEST\.json or galaxy\.yml"):
+    with pytest.raises(StampError, match=r"no MANIFEST\.json or galaxy\.yml"):
         inputs({}, [str(tmp_path / "x" / "tcmalloc")])
-    with pytest.raises(AnsibleFilterError, match="is not a role folder"):
+    with pytest.raises(StampError, match="is not a role folder"):
         inputs({}, [str(tmp_path / "nothing")])
 
 
@@ -76,8 +89,8 @@ def test_option_names_are_the_argument_specs():
     assert names == sorted(names)
     assert "tcmalloc_install" in names
     # How a run checks the node is not an input: node_setup.yml sets tcmalloc_preflight_done, train.yml does not.
-    assert "tcmalloc_preflight_done" not in names and "tcmalloc_stamp_max_age" not in names
+    assert "tcmalloc_preflight_done" not in names
     # Facts the role sets are not options: a fact set in an earlier play does not change the inputs.
     assert "tcmalloc_library_path" not in names
-    with pytest.raises(AnsibleFilterError, match="has no entry point 'nope'"):
+    with pytest.raises(StampError, match="has no entry point 'nope'"):
         option_names(str(REPO / "roles" / "tcmalloc"), "nope")
