@@ -1,7 +1,7 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The train role's gate filters: one per file, named after it, each a call of module_utils.train_gates."""
+"""The train role's last gate filter, train_stale_workers: a call of module_utils.train_gates."""
 
 from __future__ import annotations
 
@@ -18,14 +18,7 @@ from ansible_collections.amx.cluster.plugins.module_utils import train_gates
 REPO = Path(__file__).resolve().parents[4]
 ANSIBLE = REPO / ".venv" / "bin" / "ansible-playbook"
 
-GATES = {
-    "train_stale_workers": train_gates.stale_workers,
-    "train_stack_problems": train_gates.stack_problems,
-    "train_script_problems": train_gates.script_problems,
-    "train_scaling_problems": train_gates.scaling_problems,
-    "train_hostfile_problems": train_gates.hostfile_read_problems,
-    "train_ssh_problems": train_gates.ssh_problems,
-}
+GATES = {"train_stale_workers": train_gates.stale_workers}
 
 
 def gate_filter(name):
@@ -40,22 +33,7 @@ def test_each_gate_filter_is_its_function(name):
     assert gate_filter(name).__doc__ == GATES[name].__doc__
 
 
-def test_the_filters_give_the_functions_answers():
-    assert gate_filter("train_scaling_problems")([1], ["master"], steps=1) == []
-    assert gate_filter("train_ssh_problems")(
-        [{"item": {"alias": "node1", "name": "b"}, "rc": 255, "stderr": "no"}]
-    ) == ["node1 (b): no"]
-
-
-@pytest.mark.parametrize(
-    ("name", "args"),
-    [
-        ("train_stale_workers", ({"files": []}, ["node-b"], "/d")),
-        ("train_stack_problems", (["master"], {}, {})),
-        ("train_hostfile_problems", ("localhost\n", ["localhost"], "u")),
-        ("train_ssh_problems", ({"results": []},)),
-    ],
-)
+@pytest.mark.parametrize(("name", "args"), [("train_stale_workers", ({"files": []}, ["node-b"], "/d"))])
 def test_bad_input_names_the_filter(name, args):
     with pytest.raises(AnsibleFilterError, match=f"^amx.cluster.{name}: expected"):
         gate_filter(name)(*args)
