@@ -5,7 +5,8 @@
 
 It reads every node's facts and reads from hostvars (the node roles' facts, and what the role's preflight.yml read
 on the nodes), checks its settings, and calls module_utils/train_plan.py's ``plan``. It fails with every problem of
-every host at once, or returns the plan. It changes nothing, anywhere.
+every host at once, or returns the plan. Given ``results`` instead (the plan and what the run gave), it returns the
+run's record. It changes nothing, anywhere.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Dict, Mapping, Optional
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import ShapeError, cluster_shape
-from ansible_collections.amx.cluster.plugins.module_utils.train_plan import LAUNCH_INPUTS, NODE_FACTS, plan
+from ansible_collections.amx.cluster.plugins.module_utils.train_plan import LAUNCH_INPUTS, NODE_FACTS, plan, record
 
 _RAW: Dict[str, Any] = {"type": "raw"}
 _STR: Dict[str, Any] = {"type": "str"}
@@ -67,7 +68,19 @@ SETTINGS: Dict[str, Any] = {
     "fast_launch": _BOOL,
     "launch_inputs": {"type": "str", "default": ""},
 }
-ARGUMENT_SPEC: Dict[str, Any] = {"settings": {"type": "dict", "required": True, "options": SETTINGS}}
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "settings": {"type": "dict", "options": SETTINGS},
+    "results": {
+        "type": "dict",
+        "options": {
+            "plan": {"type": "dict", "required": True},
+            "job": {"type": "dict"},
+            "smoke": {"type": "dict"},
+            "single_node": {"type": "dict"},
+            "metrics": {"type": "str"},
+        },
+    },
+}
 # What the node reads of preflight.yml left on each node (registered results), and on the master.
 NODE_READS = {
     "folders": ("__train_folder_stat", "results"),
@@ -121,7 +134,16 @@ class ActionModule(ActionBase):
     def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp
-        settings = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]["settings"]
+        args = self.validate_argument_spec(
+            argument_spec=ARGUMENT_SPEC,
+            mutually_exclusive=[("settings", "results")],
+            required_one_of=[("settings", "results")],
+        )[1]
+        if args["results"]:
+            given = args["results"]
+            found = record(given["plan"], given["job"], given["smoke"], given["single_node"], given["metrics"])
+            return {**result, "changed": False, "record": found}
+        settings = args["settings"]
         task_vars = task_vars or {}
         hostvars = task_vars.get("hostvars", {})
         try:

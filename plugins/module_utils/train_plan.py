@@ -23,6 +23,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.checkpoints import res
 from ansible_collections.amx.cluster.plugins.module_utils.dialect import flag_dialect
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import folder_problems, launch_problems, system_folder
 from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_command, mpi_launcher, script_args
+from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import run_record
 from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import (
     RECORD_VERSION,
@@ -37,7 +38,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.train_gates import (
     stack_problems,
 )
 
-__all__ = ["LAUNCH_INPUTS", "RUN_ID", "plan", "run_state"]
+__all__ = ["LAUNCH_INPUTS", "RUN_ID", "passing_ranks", "plan", "record", "run_state"]
 
 # The role's variables that amx.cluster.train's launch checks by its own rules (module_utils/inputs.py).
 LAUNCH_INPUTS = (
@@ -72,6 +73,8 @@ LAUNCH_INPUTS = (
     "run_id",
 )
 RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*\Z")
+# A smoke test rank's answer when its all_reduce was right (smoke_allreduce.py prints one JSON line).
+PASSING_LINE = re.compile(r'^\{.*"ok": true')
 # The facts of the node roles the training reads (amx_check, torch_stack, tcmalloc).
 NODE_FACTS = (
     "amx_check_topology",
@@ -733,6 +736,7 @@ def plan(
             max_eval=64 if steps > 0 else None,
         )
         single = {
+            "variant": settings["single_node_variant"],
             "layout": single_layout,
             "dialect": single_dialect,
             "launch": launch_command(
@@ -859,3 +863,66 @@ def plan(
         ),
     )
     return answer
+
+
+def passing_ranks(job: Optional[Mapping[str, Any]]) -> List[Dict[str, Any]]:
+    """The JSON lines of the smoke test's ranks whose all_reduce was right, from amx.cluster.train_job's result."""
+    found = []
+    for lines in ((job or {}).get("rank_lines") or {}).values():
+        for line in lines if isinstance(lines, list) else [lines]:
+            if isinstance(line, str) and PASSING_LINE.match(line):
+                try:
+                    found.append(json.loads(line))
+                except ValueError:
+                    continue
+    return found
+
+
+def record(
+    planned: Mapping[str, Any],
+    job: Optional[Mapping[str, Any]],
+    smoke: Optional[Mapping[str, Any]],
+    single_node: Optional[Mapping[str, Any]],
+    metrics: Optional[str],
+) -> Dict[str, Any]:
+    """The run's record (run.json): the plan's static part with what the job, the smoke test (train_job's results,
+    or None when they did not run) and the single-node check gave, and the run's metrics.json text."""
+    figures: Optional[Dict[str, Any]] = None
+    if smoke and smoke.get("rc") is not None:
+        # The bf16 probe (local rank 0 of each node) says which kernels did the matrix work.
+        probes = [line for line in passing_ranks(smoke) if line.get("local_rank") == 0]
+        figures = {"rc": smoke["rc"], "seconds": smoke.get("duration"), "onednn": probes}
+    elif not planned["smoke"].get("run", True):
+        # A skipped smoke test's record still holds what the last one measured on this cluster, and in which run.
+        kept = planned["smoke"].get("figures") or {}
+        figures = {
+            "skipped": planned["smoke"]["reason"],
+            "onednn": kept.get("onednn"),
+            "onednn_run": kept.get("run_id"),
+        }
+    single = None
+    if single_node and single_node.get("rc") is not None:
+        launch = planned["single"]["launch"]
+        dialect = planned["single"]["dialect"]
+        single = {
+            "rc": single_node["rc"],
+            "seconds": single_node.get("duration"),
+            "variant": planned["single"]["variant"],
+            "omp_num_threads": launch["env"].get("OMP_NUM_THREADS"),
+            "flags": dialect["flags"],
+            "notes": dialect["notes"],
+        }
+    try:
+        found = json.loads(metrics) if metrics else {}
+    except ValueError:
+        found = {}
+    return run_record(
+        planned["record"],
+        planned["run_id"],
+        planned["run_dir"],
+        planned["launch"],
+        figures,
+        single,
+        dict(job or {}),
+        found if isinstance(found, Mapping) else {},
+    )

@@ -17,12 +17,21 @@ description:
   - Fails with every problem of every host at once, each naming the host and the fix; otherwise returns the run's
     state, the layout, the flag dialect, the launcher, the launch scripts, whether the smoke test is due and the
     run's record.
+  - Given O(results) instead of O(settings), returns the run's record (run.json).
   - Run it once (C(run_once)) after the node reads; it is the role's own step, not meant for other playbooks.
 options:
-  settings:
-    description: The role's variables, without their C(train_) prefix.
+  results:
+    description: The plan and what the run gave; mutually exclusive with O(settings).
     type: dict
-    required: true
+    suboptions:
+      plan: {description: This action's answer for the run., type: dict, required: true}
+      job: {description: M(amx.cluster.train_job)'s result for the job., type: dict}
+      smoke: {description: M(amx.cluster.train_job)'s result for the smoke test, when it ran., type: dict}
+      single_node: {description: M(amx.cluster.train_job)'s result for the single-node check, when it ran., type: dict}
+      metrics: {description: The run's metrics.json text., type: str}
+  settings:
+    description: The role's variables, without their C(train_) prefix; one of O(settings) and O(results) is required.
+    type: dict
     suboptions:
       backend: {description: C(train_backend)., type: str, default: "auto"}
       batch_size: {description: C(train_batch_size)., type: raw}
@@ -140,7 +149,8 @@ smoke:
   returned: success
   type: dict
 record:
-  description: What the run's record (run.json) holds that does not change from run to run.
+  description: The run's record (run.json) with O(results); with O(settings), what it holds that does not change
+    from run to run.
   returned: success
   type: dict
 """

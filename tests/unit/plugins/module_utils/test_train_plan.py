@@ -13,7 +13,7 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.amx.cluster.plugins.action.train_plan import ARGUMENT_SPEC
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import cluster_shape
-from ansible_collections.amx.cluster.plugins.module_utils.train_plan import plan, run_state
+from ansible_collections.amx.cluster.plugins.module_utils.train_plan import passing_ranks, plan, record, run_state
 
 TOPOLOGY = {"physical_cores": 8, "sockets": 1, "logical_cpus": 8}
 HOME = "/home/u"
@@ -243,3 +243,26 @@ def test_flags_given_as_text_are_read_as_ansible_reads_them():
     assert compute(rerun="false", resume="no")["state"] == "new"
     found = compute(master=launched_before(), resume="false")
     assert (found["pending"], found["resumes"]) == (False, False)
+
+
+def test_the_runs_record_takes_the_smoke_tests_probe_and_the_metrics():
+    planned = compute()
+    probe = {"ok": True, "rank": 0, "local_rank": 0, "host": "m", "backend": "gloo", "onednn": []}
+    smoke = {"rc": 0, "duration": 3.5, "rank_lines": {"m": [json.dumps(probe), '{"ok": false, "rank": 1}', "noise"]}}
+    job = {"rc": 0, "job_failed": False, "duration": 60.0}
+    made = record(planned, job, smoke, None, '{"world_size": 1, "train": {"epoch_seconds": [50.0]}}')
+    assert made["succeeded"] is True and made["run_id"] == "r1" and made["run_dir"] == RUN_DIR
+    assert made["smoke"] == {"rc": 0, "seconds": 3.5}
+    assert made["epoch_seconds"] == [50.0] and made["metrics"]["world_size"] == 1
+    assert made["launch"]["command"] == planned["launch"]["command"]
+    assert passing_ranks(smoke) == [probe]
+
+
+def test_a_skipped_smoke_test_and_unreadable_metrics_still_make_a_record():
+    first = compute()
+    kept = {**first["smoke"]["record"], "time": 900.0, "figures": {"run_id": "r0", "onednn": []}}
+    planned = compute(master={"smoke_record": slurp(json.dumps(kept))}, single_node_check=True)
+    made = record(planned, {}, None, {"rc": 0, "duration": 9.0}, "not json")
+    assert made["smoke"]["skipped"].startswith("the cluster is as it was")
+    assert made["single_node"]["variant"] == "post" and made["single_node"]["rc"] == 0
+    assert made["succeeded"] is False and made["metrics"]["train"] is None
