@@ -19,7 +19,13 @@ from typing import Any, Dict, Mapping, Optional
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import ShapeError, cluster_shape
-from ansible_collections.amx.cluster.plugins.module_utils.train_plan import LAUNCH_INPUTS, NODE_FACTS, plan, record
+from ansible_collections.amx.cluster.plugins.module_utils.train_plan import (
+    LAUNCH_INPUTS,
+    NODE_FACTS,
+    fingerprint_again,
+    plan,
+    record,
+)
 
 _RAW: Dict[str, Any] = {"type": "raw"}
 _STR: Dict[str, Any] = {"type": "str"}
@@ -74,6 +80,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
         "type": "dict",
         "options": {
             "plan": {"type": "dict", "required": True},
+            "launcher_info": {"type": "str"},
             "job": {"type": "dict"},
             "smoke": {"type": "dict"},
             "single_node": {"type": "dict"},
@@ -141,8 +148,14 @@ class ActionModule(ActionBase):
         )[1]
         if args["results"]:
             given = args["results"]
-            found = record(given["plan"], given["job"], given["smoke"], given["single_node"], given["metrics"])
-            return {**result, "changed": False, "record": found}
+            result["changed"] = False
+            if given["launcher_info"] is not None:
+                result["fingerprint"] = fingerprint_again(given["plan"], given["launcher_info"])
+            if given["job"] is not None:
+                result["record"] = record(
+                    given["plan"], given["job"], given["smoke"], given["single_node"], given["metrics"]
+                )
+            return result
         settings = args["settings"]
         task_vars = task_vars or {}
         hostvars = task_vars.get("hostvars", {})
@@ -151,7 +164,8 @@ class ActionModule(ActionBase):
         except ShapeError as error:
             return {**result, "failed": True, "msg": str(error)}
         master = shape["master"]
-        names = [node["name"] for node in shape["nodes"] if node["name"] in task_vars.get("ansible_play_hosts_all", [])]
+        # A node that left the play (unreachable, failed) is named by the plan; its facts are not read.
+        names = [node["name"] for node in shape["nodes"] if node["name"] in task_vars.get("ansible_play_hosts", [])]
         role_path = task_vars.get("role_path") or ""
         context = {
             "shape": shape,

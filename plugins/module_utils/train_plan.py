@@ -38,7 +38,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.train_gates import (
     stack_problems,
 )
 
-__all__ = ["LAUNCH_INPUTS", "RUN_ID", "passing_ranks", "plan", "record", "run_state"]
+__all__ = ["LAUNCH_INPUTS", "RUN_ID", "fingerprint_again", "passing_ranks", "plan", "record", "run_state"]
 
 # The role's variables that amx.cluster.train's launch checks by its own rules (module_utils/inputs.py).
 LAUNCH_INPUTS = (
@@ -668,31 +668,30 @@ def plan(
     smoke: Dict[str, Any] = {"run": True, "reason": "the job does not run", "fingerprint": None}
     sums = {name: facts[name].get("checksums") for name in names}
     fingerprint: Optional[str] = None
-    if pending and all(isinstance(value, str) for value in sums.values()):
+    inputs: Dict[str, Any] = {}
+    if pending and settings["smoke_test"] and all(isinstance(value, str) for value in sums.values()):
+        inputs = {
+            "nodes": {
+                name: {
+                    "stack": facts[name].get("torch_stack_manifest_hash"),
+                    "python": python,
+                    "kernel": facts[name].get("kernel") or "",
+                    "tcmalloc": facts[name].get("tcmalloc_library_path"),
+                    "layout": good[name],
+                    "checksums": sums[name],
+                }
+                for name in names
+            },
+            "launch": {
+                "script": smoke_launch["script"],
+                "role_files": dict(context.get("role_files") or {}),
+                "launcher_info": master.get("launcher_info") or "",
+            },
+        }
         try:
-            fingerprint = smoke_fingerprint(
-                {
-                    name: {
-                        "stack": facts[name].get("torch_stack_manifest_hash"),
-                        "python": python,
-                        "kernel": facts[name].get("kernel") or "",
-                        "tcmalloc": facts[name].get("tcmalloc_library_path"),
-                        "layout": good[name],
-                        "checksums": sums[name],
-                    }
-                    for name in names
-                },
-                {
-                    "script": smoke_launch["script"],
-                    "role_files": dict(context.get("role_files") or {}),
-                    "launcher_info": master.get("launcher_info") or "",
-                },
-                run_dir=run_dir,
-                run_id=run_id,
-            )
+            fingerprint = smoke_fingerprint(inputs["nodes"], inputs["launch"], run_dir=run_dir, run_id=run_id)
         except (TypeError, ValueError) as error:
             # What cannot be fingerprinted takes the full path.
-            fingerprint = None
             smoke = {"run": True, "reason": f"the cluster cannot be fingerprinted ({error})", "fingerprint": None}
     if fingerprint is not None:
         due = smoke_test_due(
@@ -703,7 +702,12 @@ def plan(
             force=bool(settings["smoke_test_force"]),
             guarded=settings["script"] == "qa_finetune",
         )
-        smoke = {**due, "fingerprint": fingerprint, "record": {"version": RECORD_VERSION, "fingerprint": fingerprint}}
+        smoke = {
+            **due,
+            "fingerprint": fingerprint,
+            "record": {"version": RECORD_VERSION, "fingerprint": fingerprint},
+            "inputs": inputs,
+        }
 
     single = None
     if settings["single_node_check"]:
@@ -859,7 +863,7 @@ def plan(
             f" {layout['oversubscription']}); transformers {dialect['transformers_version']} flags"
             f" {' '.join(dialect['flags'])}{' (' + '; '.join(dialect['notes']) + ')' if dialect['notes'] else ''};"
             f" {pinned};"
-            f" MASTER_ADDR {master_addr}; {state} run, smoke test: {smoke['reason']}"
+            f" MASTER_ADDR {master_addr}; a {state} run"
         ),
     )
     return answer
@@ -926,3 +930,13 @@ def record(
         dict(job or {}),
         found if isinstance(found, Mapping) else {},
     )
+
+
+def fingerprint_again(planned: Mapping[str, Any], launcher_info: str) -> Optional[str]:
+    """The plan's smoke test fingerprint with the launcher's ``-info`` as read after prepare.yml installed it (the
+    plan's own read came before the install): the fingerprint the smoke test's record keeps."""
+    inputs = (planned.get("smoke") or {}).get("inputs")
+    if not inputs:
+        return None
+    launch = {**inputs["launch"], "launcher_info": launcher_info or ""}
+    return smoke_fingerprint(inputs["nodes"], launch, run_dir=planned["run_dir"], run_id=planned["run_id"])

@@ -17,7 +17,8 @@ description:
   - Fails with every problem of every host at once, each naming the host and the fix; otherwise returns the run's
     state, the layout, the flag dialect, the launcher, the launch scripts, whether the smoke test is due and the
     run's record.
-  - Given O(results) instead of O(settings), returns the run's record (run.json).
+  - Given O(results) instead of O(settings), returns the run's record (run.json), or the smoke test's fingerprint
+    with the launcher as installed after the plan.
   - Run it once (C(run_once)) after the node reads; it is the role's own step, not meant for other playbooks.
 options:
   results:
@@ -25,7 +26,10 @@ options:
     type: dict
     suboptions:
       plan: {description: This action's answer for the run., type: dict, required: true}
-      job: {description: M(amx.cluster.train_job)'s result for the job., type: dict}
+      launcher_info:
+        description: The launcher's C(-info) once installed; returns the smoke test's C(fingerprint).
+        type: str
+      job: {description: M(amx.cluster.train_job)'s result for the job; returns the C(record)., type: dict}
       smoke: {description: M(amx.cluster.train_job)'s result for the smoke test, when it ran., type: dict}
       single_node: {description: M(amx.cluster.train_job)'s result for the single-node check, when it ran., type: dict}
       metrics: {description: The run's metrics.json text., type: str}

@@ -13,7 +13,13 @@ from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.amx.cluster.plugins.action.train_plan import ARGUMENT_SPEC
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import cluster_shape
-from ansible_collections.amx.cluster.plugins.module_utils.train_plan import passing_ranks, plan, record, run_state
+from ansible_collections.amx.cluster.plugins.module_utils.train_plan import (
+    fingerprint_again,
+    passing_ranks,
+    plan,
+    record,
+    run_state,
+)
 
 TOPOLOGY = {"physical_cores": 8, "sockets": 1, "logical_cpus": 8}
 HOME = "/home/u"
@@ -266,3 +272,13 @@ def test_a_skipped_smoke_test_and_unreadable_metrics_still_make_a_record():
     assert made["smoke"]["skipped"].startswith("the cluster is as it was")
     assert made["single_node"]["variant"] == "post" and made["single_node"]["rc"] == 0
     assert made["succeeded"] is False and made["metrics"]["train"] is None
+
+
+def test_the_record_keeps_the_fingerprint_of_the_launcher_installed_after_the_plan():
+    # MPICH absent at the plan (its -info read failed), installed by prepare.yml: the record keeps the fingerprint
+    # that the next launch, which reads the installed launcher, computes.
+    before = compute()
+    after = compute(master={"launcher_info": "HYDRA build details: 4.0"})
+    assert before["smoke"]["fingerprint"] != after["smoke"]["fingerprint"]
+    assert fingerprint_again(before, "HYDRA build details: 4.0") == after["smoke"]["fingerprint"]
+    assert fingerprint_again(compute(smoke_test=False, master=launched_before()), "x") is None
