@@ -19,6 +19,7 @@ from typing import Any, Dict, Mapping, Optional
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import ShapeError, cluster_shape
+from ansible_collections.amx.cluster.plugins.module_utils.run_files import files_to_copy
 from ansible_collections.amx.cluster.plugins.module_utils.train_plan import (
     LAUNCH_INPUTS,
     NODE_FACTS,
@@ -85,6 +86,15 @@ ARGUMENT_SPEC: Dict[str, Any] = {
             "smoke": {"type": "dict"},
             "single_node": {"type": "dict"},
             "metrics": {"type": "str"},
+            "fetch": {
+                "type": "dict",
+                "options": {
+                    "there": {"type": "list", "elements": "dict", "required": True},
+                    "here": {"type": "list", "elements": "dict", "default": []},
+                    "here_root": {"type": "str", "required": True},
+                    "skip": {"type": "str", "default": ""},
+                },
+            },
         },
     },
 }
@@ -151,6 +161,11 @@ class ActionModule(ActionBase):
             result["changed"] = False
             if given["launcher_info"] is not None:
                 result["fingerprint"] = fingerprint_again(given["plan"], given["launcher_info"])
+            if given["fetch"]:
+                fetch = given["fetch"]
+                result["to_copy"] = files_to_copy(
+                    fetch["there"], given["plan"]["run_dir"], fetch["here"], fetch["here_root"], skip=fetch["skip"]
+                )
             if given["job"] is not None:
                 result["record"] = record(
                     given["plan"], given["job"], given["smoke"], given["single_node"], given["metrics"]

@@ -33,6 +33,18 @@ options:
       smoke: {description: M(amx.cluster.train_job)'s result for the smoke test, when it ran., type: dict}
       single_node: {description: M(amx.cluster.train_job)'s result for the single-node check, when it ran., type: dict}
       metrics: {description: The run's metrics.json text., type: str}
+      fetch:
+        description: The run's files on the master and on the controller; returns C(to_copy), the paths to fetch.
+        type: dict
+        suboptions:
+          there:
+            description: The run folder's files (M(ansible.builtin.find) with checksums).
+            type: list
+            elements: dict
+            required: true
+          here: {description: The controller's copy's files., type: list, elements: dict, default: []}
+          here_root: {description: The controller's copy of the run folder., type: str, required: true}
+          skip: {description: A regular expression of relative paths never fetched., type: str, default: ""}
   settings:
     description: The role's variables, without their C(train_) prefix; one of O(settings) and O(results) is required.
     type: dict
