@@ -20,6 +20,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import ShapeError, cluster_shape
 from ansible_collections.amx.cluster.plugins.module_utils.run_files import files_to_copy
+from ansible_collections.amx.cluster.plugins.module_utils.train_gates import stale_workers
 from ansible_collections.amx.cluster.plugins.module_utils.train_plan import (
     LAUNCH_INPUTS,
     NODE_FACTS,
@@ -86,6 +87,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
             "smoke": {"type": "dict"},
             "single_node": {"type": "dict"},
             "metrics": {"type": "str"},
+            "stale_folder": {"type": "str"},
             "fetch": {
                 "type": "dict",
                 "options": {
@@ -161,6 +163,12 @@ class ActionModule(ActionBase):
             result["changed"] = False
             if given["launcher_info"] is not None:
                 result["fingerprint"] = fingerprint_again(given["plan"], given["launcher_info"])
+            if given["stale_folder"]:
+                # What each node's find of that folder registered (preflight's node reads' way: from hostvars).
+                hostvars = (task_vars or {}).get("hostvars", {})
+                workers = {name: _read(hostvars, name, "__train_tiny_files") for name in given["plan"]["workers"]}
+                master_files = _read(hostvars, given["plan"]["master"], "__train_tiny_files")
+                result["stale_workers"] = stale_workers(master_files, workers, given["stale_folder"])
             if given["fetch"]:
                 fetch = given["fetch"]
                 result["to_copy"] = files_to_copy(

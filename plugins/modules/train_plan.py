@@ -33,6 +33,11 @@ options:
       smoke: {description: M(amx.cluster.train_job)'s result for the smoke test, when it ran., type: dict}
       single_node: {description: M(amx.cluster.train_job)'s result for the single-node check, when it ran., type: dict}
       metrics: {description: The run's metrics.json text., type: str}
+      stale_folder:
+        description:
+          - The tiny data set's folder; returns C(stale_workers), the workers whose copy differs from the master's
+            (each node's C(__train_tiny_files), its M(ansible.builtin.find) with checksums).
+        type: str
       fetch:
         description: The run's files on the master and on the controller; returns C(to_copy), the paths to fetch.
         type: dict
