@@ -87,7 +87,7 @@ options:
   path_env:
     description:
       - Variables whose current value gets a folder in front (C(export LD_LIBRARY_PATH=DIR${LD_LIBRARY_PATH:+:...})),
-        for Intel MPI's libraries (P(amx.cluster.mpi_launcher#filter)).
+        for Intel MPI's libraries (the train role's plan, M(amx.cluster.train_plan), sets them).
     type: dict
   leave_unset:
     description:

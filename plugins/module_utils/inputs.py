@@ -200,7 +200,8 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
       lists of strings;
     - the flags (``train_bf16``, ``train_prepend_rank``, ``train_rerun``, ...): booleans, not lists or mappings;
     - ``train_epochs`` > 0, ``train_batch_size``, ``train_max_steps``, ``train_logging_steps``,
-      ``train_scaling_steps``, ``train_single_node_steps`` >= 1 (``train_max_steps`` also -1: no limit),
+      ``train_scaling_steps``, ``train_single_node_steps`` >= 1 (``train_max_steps`` also -1: no limit; the
+      logging and single-node steps also 0),
       ``train_max_seq_length`` >= 8 and ``train_doc_stride`` >= 1, ``train_learning_rate`` > 0;
     - ``train_run_id``: empty, or a whole folder name (letters, digits, '.', '_', '-'; nothing after it, not even a
       newline).
@@ -265,10 +266,11 @@ def launch_problems(inputs: Mapping[str, Any]) -> List[str]:
             problems.append(f"{name} must be a string, got a {kind(value)}")
     _bound(problems, "train_epochs", inputs.get("train_epochs"), 1e-9, integer=False)
     _bound(problems, "train_learning_rate", inputs.get("train_learning_rate"), 1e-12, integer=False)
-    for name in ("train_batch_size", "train_logging_steps", "train_doc_stride"):
+    for name in ("train_batch_size", "train_doc_stride", "train_scaling_steps", "train_checkpoint_keep"):
         _bound(problems, name, inputs.get(name), 1, integer=True)
-    for name in ("train_scaling_steps", "train_single_node_steps", "train_checkpoint_keep"):
-        _bound(problems, name, inputs.get(name), 1, integer=True)
+    # 0 is documented for these two: no --logging_steps, and the whole single-node run.
+    for name in ("train_logging_steps", "train_single_node_steps"):
+        _bound(problems, name, inputs.get(name), 1, integer=True, allow=(0, "0"))
     _bound(problems, "train_checkpoint_steps", inputs.get("train_checkpoint_steps"), 0, integer=True)
     _bound(problems, "train_max_steps", inputs.get("train_max_steps"), 1, integer=True, allow=(-1, "-1"))
     _bound(problems, "train_max_seq_length", inputs.get("train_max_seq_length"), 8, integer=True)

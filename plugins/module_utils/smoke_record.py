@@ -109,7 +109,7 @@ def smoke_fingerprint(
 def smoke_record(fingerprint: str, now: float, figures: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
     """The record a passing smoke test leaves: the fingerprint, when (seconds since the epoch), its figures."""
     if not isinstance(fingerprint, str) or not re.fullmatch(r"[0-9a-f]{64}", fingerprint):
-        raise ValueError("fingerprint must be a sha256 hex digest (amx.cluster.smoke_fingerprint's answer)")
+        raise ValueError("fingerprint must be a sha256 hex digest (smoke_fingerprint's answer)")
     if isinstance(now, bool) or not isinstance(now, (int, float)) or not math.isfinite(now):
         raise ValueError(f"now must be seconds since the epoch, got {now!r}")
     return {
@@ -156,7 +156,7 @@ def smoke_test_due(
     runs it, never fails. ``guarded`` false (a job that does not watch its first collective, so that a skipped smoke
     test's hang would go unexplained) always runs it."""
     if not isinstance(fingerprint, str) or not fingerprint:
-        raise ValueError("fingerprint must be the live cluster fingerprint (amx.cluster.smoke_fingerprint)")
+        raise ValueError("fingerprint must be the live cluster fingerprint (smoke_fingerprint's answer)")
     for name, value in (("now", now), ("max_age", max_age)):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
             raise ValueError(f"{name} must be a number of seconds >= 0, got {value!r}")

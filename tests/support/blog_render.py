@@ -3,10 +3,10 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """What the train role writes for the blog preset, rendered from the roles' own tasks: the golden test's source.
 
-Ansible's Templar renders the expressions of the train role's tasks that compute the layout, the dialect, the
-launcher, the script's arguments and the launches (tasks/preflight_layout.yml, preflight_launcher.yml,
-script_args.yml, prepare.yml, single_node.yml) over its defaults, vars/main.yml and vars/Debian.yml, with the preset
-on top as extra vars, through the collection's real filters; tcmalloc's path is what amx.cluster.tcmalloc's
+Ansible's Templar renders the settings that the train role's preflight.yml gives its plan (amx.cluster.train_plan)
+over its defaults, vars/main.yml and vars/Debian.yml, with the preset on top as extra vars; the plan
+(module_utils/train_plan.py) then computes the layout, the dialect, the launcher, the script's arguments and the
+launches; tcmalloc's path is what amx.cluster.tcmalloc's
 tasks/configure.yml picks from a node's linker cache. What only live nodes give is fabricated in :func:`node_facts`.
 
 It runs as its own process (``python blog_render.py PRESET [OVERRIDES_JSON]``, printing JSON): Ansible's collection
@@ -139,83 +139,76 @@ def tcmalloc_library_path(preset: dict) -> str:
 
 
 def node_facts(preset: dict, recipe_stack: dict, topology: dict) -> dict:
-    """What the roles before train and train's own probes leave on the master (fabricated: see the constants)."""
+    """What the roles before train leave on each node (fabricated: see the constants)."""
     from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import resolve_profile
 
     profile = resolve_profile(recipe_stack["__torch_stack_profiles"], preset["torch_stack_profile"])
     return {
-        "inventory_hostname": HOSTS[0],
-        "groups": {"all": HOSTS, "cluster": HOSTS, "master": HOSTS[:1], "workers": HOSTS[1:]},
-        "ansible_play_hosts_all": HOSTS,
-        "ansible_facts": {"os_family": "Debian", "architecture": "x86_64", "user_id": "ubuntu"},
         "amx_check_topology": topology,
+        "amx_check_amx_usable": True,
+        "torch_stack_manifest_hash": "0" * 64,
         "torch_stack_versions": dict(profile["pins"]),
         "torch_stack_has_oneccl": True,
         "torch_stack_has_ipex": True,
         "torch_stack_venv_python": f"{VENV}/bin/python",
         "torch_stack_packages": {},
-        "hf_examples_example_dir": EXAMPLES,
         "tcmalloc_library_path": tcmalloc_library_path(preset),
-        "__train_home": HOME,
-        "__train_master_addr": MASTER_ADDR,
-        "__train_setvars": {"stdout": SETVARS},
-        "__train_backend_probe": {"backend": "ccl"},
+        "kernel": "6.5.0",
+        "user": ["ubuntu", "1000", "1000", "", HOME, "/bin/bash"],
     }
 
 
 def render_role(preset: dict, recipe_stack: dict) -> dict:
-    """The train role's launch of the job and of the single-node run on the master, rendered from its own tasks."""
+    """The train role's launch of the job and of the single-node run on the master: the settings its preflight.yml
+    gives amx.cluster.train_plan, rendered over its defaults and vars, then the plan itself."""
     from ansible_collections.amx.cluster.plugins.module_utils import cpu_info
+    from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import cluster_shape
+    from ansible_collections.amx.cluster.plugins.module_utils.train_plan import plan
 
     topology = cpu_info.topology(
         cpu_info.parse_cpuinfo((FIXTURE / "cpuinfo.txt").read_text()),
         cpu_info.parse_lscpu_json((FIXTURE / "lscpu.json").read_text()),
     )
+    groups = {"all": HOSTS, "cluster": HOSTS, "master": HOSTS[:1], "workers": HOSTS[1:]}
     host = Host(
         [
             load(TRAIN / "defaults" / "main.yml"),
             load(TRAIN / "vars" / "main.yml"),
             load(TRAIN / "vars" / "Debian.yml"),
-            node_facts(preset, recipe_stack, topology),
+            {
+                "inventory_hostname": HOSTS[0],
+                "groups": groups,
+                "role_path": str(TRAIN),
+                "playbook_dir": str(REPO / "playbooks"),
+                "ansible_facts": {"os_family": "Debian", "architecture": "x86_64", "user_id": "ubuntu"},
+            },
         ],
         preset,
     )
-    tasks = TRAIN / "tasks"
-    # preflight_layout.yml on each node (all four the fixture's shape), then the smallest node's on the master.
-    layout = host.set_fact(tasks / "preflight_layout.yml", "Compute this node's rank layout")["__train_node_layout"]
-    host.vars["hostvars"] = {
-        name: {"amx_check_topology": topology, "__train_node_layout": layout, "__train_run_id_fact": RUN_ID}
-        for name in HOSTS
+    task = find_task(TRAIN / "tasks" / "preflight.yml", "Check every gate and compute the run's plan")[0]
+    settings = host.render(task["amx.cluster.train_plan"]["settings"])
+    facts = node_facts(preset, recipe_stack, topology)
+    shape = cluster_shape(groups, {name: {"ssh_mesh_address": MASTER_ADDR} for name in HOSTS})
+    context = {
+        "shape": shape,
+        "play_hosts_all": HOSTS,
+        "play_hosts": HOSTS,
+        "run_id": RUN_ID,
+        "now": 0.0,
+        "example_dir": EXAMPLES,
+        "mpich_launcher": host.render("{{ __train_mpich_launcher }}"),
+        "role_files": {},
     }
-    host.set_fact(
-        tasks / "preflight_layout.yml",
-        "Take the layout of the smallest node for the job and the flag dialect of the stack",
-    )
-    host.set_fact(tasks / "preflight_launcher.yml", "Pick the MPI that launches the job")
-    host.set_fact(tasks / "prepare.yml", "Remember the launcher")
-    # prepare.yml includes script_args.yml with these vars for the job.
-    job_args = {
-        "__train_args_dir": "{{ __train_run_dir }}",
-        "__train_args_max_steps": None,
-        "__train_args_max_eval": None,
-        "__train_args_checkpoints": True,
-    }
-    host.set_fact(tasks / "script_args.yml", "Build the training script's arguments", job_args)
-    job = host.set_fact(tasks / "prepare.yml", "Render the launch of the job and of the smoke test")
-    # single_node.yml: its own arguments, layout, dialect and launch.
-    include = find_task(tasks / "single_node.yml", "Build the single-node check's arguments")[0]
-    host.set_fact(tasks / "script_args.yml", "Build the training script's arguments", include["vars"])
-    host.set_fact(tasks / "single_node.yml", "Lay out one process on the master and pick its flags")
-    single = host.set_fact(tasks / "single_node.yml", "Render the single-node check's launch")
-    written = find_task(tasks / "single_node.yml", "Write the single-node check's launch script")[0]
+    found = plan(settings, {name: facts for name in HOSTS}, {"setvars": SETVARS}, context)
+    assert not found["problems"], found["problems"]
     return {
-        "job": job["__train_launch"],
-        "smoke": job["__train_smoke_launch"],
-        "single": single["__train_single_launch"],
-        "single_script": host.render(written["ansible.builtin.copy"]["content"]),
-        "layout": host.vars["__train_layout"],
+        "job": found["launch"],
+        "smoke": found["smoke_launch"],
+        "single": found["single"]["launch"] if found["single"] else None,
+        "single_script": found["single"]["launch"]["script"] if found["single"] else None,
+        "layout": found["layout"],
         "checkpoint_steps": int(host.render("{{ train_checkpoint_steps }}")),
-        "ld_preload": host.vars["tcmalloc_library_path"],
+        "ld_preload": facts["tcmalloc_library_path"],
     }
 
 

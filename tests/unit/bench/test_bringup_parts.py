@@ -245,5 +245,5 @@ def test_the_plans_the_benchmark_removes_are_where_the_one_step_launch_keeps_the
     assert f'"plan_dir": {{"type": "str", "default": "{settings.LAUNCH_PLAN_DIR}"}}' in action
     assert f'plan_dir=dict(type="path", default="{settings.LAUNCH_PLAN_DIR}")' in module
     # train.yml's first play and the role's plan step both leave plan_dir at its default.
-    for path in ("playbooks/train.yml", "roles/train/tasks/plan.yml"):
+    for path in ("playbooks/train.yml", "roles/train/tasks/results.yml"):
         assert "plan_dir" not in (repo / path).read_text()

@@ -5,7 +5,6 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.amx.cluster.plugins.filter import folder_problems as folder_plugin
-from ansible_collections.amx.cluster.plugins.filter import launch_problems as launch_plugin
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
     SYSTEM_FOLDERS,
     folder_problems,
@@ -131,7 +130,7 @@ def test_good_launch_inputs_pass():
         ({"train_batch_size": 2.5}, "train_batch_size must be a whole number, got 2.5"),
         ({"train_max_steps": 0}, "train_max_steps must be at least 1, got 0"),
         ({"train_max_steps": -2}, "train_max_steps must be at least 1, got -2"),
-        ({"train_logging_steps": 0}, "train_logging_steps must be at least 1"),
+        ({"train_logging_steps": -1}, "train_logging_steps must be at least 1"),
         ({"train_max_seq_length": 4}, "train_max_seq_length must be at least 8"),
         ({"train_learning_rate": 0}, "train_learning_rate must be at least"),
         ({"train_run_id": "run\n"}, "train_run_id 'run\\n' cannot name a folder"),
@@ -194,9 +193,9 @@ def test_a_file_that_is_no_hostfile_is_never_quoted():
 
 def test_the_filters_wrap_the_functions():
     folder_problems_filter = folder_plugin.FilterModule().filters()["folder_problems"]
-    launch_problems_filter = launch_plugin.FilterModule().filters()["launch_problems"]
     assert folder_problems_filter({"a": "/tmp"}) == ["a is '/tmp', a system folder"]
-    assert launch_problems_filter({"train_batch_size": 0}) == ["train_batch_size must be at least 1, got 0"]
+    # the former launch_problems filter's case
+    assert launch_problems({"train_batch_size": 0}) == ["train_batch_size must be at least 1, got 0"]
     assert hostfile_problems("localhost\n", ["localhost"])["ok"]  # the former hostfile_problems filter's case
     with pytest.raises(AnsibleFilterError, match=r"amx\.cluster\.folder_problems"):
         folder_problems_filter(None)

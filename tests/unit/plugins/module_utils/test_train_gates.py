@@ -287,3 +287,16 @@ def test_the_workers_that_did_not_answer_with_their_error():
 def test_ssh_problems_want_a_list():
     with pytest.raises(TypeError, match="a list"):
         tg.ssh_problems({"results": []})
+
+
+@pytest.mark.parametrize(
+    ("gate", "args"),
+    [
+        (tg.stack_problems, (["master"], {}, {})),
+        (tg.hostfile_read_problems, ("localhost\n", ["localhost"], "u")),
+    ],
+)
+def test_gates_refuse_input_of_another_kind(gate, args):
+    # The cases of the removed filters train_stack_problems and train_hostfile_problems.
+    with pytest.raises(TypeError, match=r"^expected"):
+        gate(*args)
