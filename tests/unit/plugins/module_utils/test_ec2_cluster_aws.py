@@ -196,7 +196,8 @@ def test_client_takes_botocore_settings_over_the_default_retries():
     assert client.meta.config.retries["total_max_attempts"] == 3
     assert client.meta.region_name == "eu-west-1"
     assert client.meta.endpoint_url == "http://127.0.0.1:9"
-    default = module_client(aws_module(**dict(params, aws_config=None)))
+    params["aws_config"] = None
+    default = module_client(aws_module(**params))
     assert default.meta.config.retries == {"total_max_attempts": 6, "mode": "standard"}
 
 
@@ -212,4 +213,3 @@ def test_unknown_botocore_setting_is_refused(monkeypatch):
     monkeypatch.setattr(module, "fail_json", fail_json)
     with pytest.raises(Failed, match=r"aws_config has a key that botocore\.config\.Config does not take"):
         module_client(module)
-
