@@ -3,15 +3,14 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """boto3 access shared by the ec2_cluster inventory plugin and the ec2_cluster_* modules.
 
-The modules take the usual AWS connection options (connection_argument_spec(): region, endpoint, keys, profile,
-certificate checks, botocore settings, with the aliases and environment variables AWS users know); what they
-leave unset comes from boto3's own chain (environment, shared files, instance roles). Nothing here stores a
-credential or puts one in a message. Errors are turned into messages that say what to do.
+The modules are amazon.aws's AnsibleAWSModule (its connection options, credentials and client); this file adds
+what that base leaves out: the retry setting, a check of aws_config, messages for failed calls that say what to
+do, and the lean DescribeInstances reader. The inventory plugin takes only a profile and an endpoint and builds its
+client here. Nothing here stores a credential or puts one in a message.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 from xml.etree import ElementTree
 
@@ -39,84 +38,20 @@ AUTH_ERRORS = ("AuthFailure", "UnrecognizedClientException", "InvalidClientToken
 DENIED_ERRORS = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
 MAX_PAGE_SIZE = 1000
 MIN_PAGE_SIZE = 5
+# botocore's standard retry mode (throttling and transient errors, with backoff), under the user's aws_config.
+RETRIES = {"max_attempts": 5, "mode": "standard"}
 
 
 class AwsAccessError(Exception):
     """A call to AWS failed; the message is meant for a person."""
 
 
-# The connection options of the collection's AWS modules: the names, aliases and environment variables of the
-# amazon.aws modules, so that one module_defaults entry (group/amx.cluster.aws) serves both collections' modules.
-_CONNECTION_SPEC: Dict[str, Dict[str, Any]] = {
-    "region": {"type": "str", "aliases": ["aws_region"], "env": ["AWS_REGION", "AWS_DEFAULT_REGION"]},
-    "endpoint_url": {"type": "str", "aliases": ["aws_endpoint_url"], "env": ["AWS_URL"]},
-    "access_key": {
-        "type": "str",
-        "aliases": ["aws_access_key_id", "aws_access_key"],
-        "env": ["AWS_ACCESS_KEY_ID", "AWS_ACCESS_KEY"],
-        "no_log": False,
-    },
-    "secret_key": {
-        "type": "str",
-        "aliases": ["aws_secret_access_key", "aws_secret_key"],
-        "env": ["AWS_SECRET_ACCESS_KEY", "AWS_SECRET_KEY"],
-        "no_log": True,
-    },
-    "session_token": {
-        "type": "str",
-        "aliases": ["aws_session_token"],
-        "env": ["AWS_SESSION_TOKEN"],
-        "no_log": True,
-    },
-    "profile": {"type": "str", "aliases": ["aws_profile"], "env": ["AWS_PROFILE", "AWS_DEFAULT_PROFILE"]},
-    "validate_certs": {"type": "bool", "default": True},
-    "aws_ca_bundle": {"type": "path", "env": ["AWS_CA_BUNDLE"]},
-    "aws_config": {"type": "dict"},
-}
-CONNECTION_OPTIONS = tuple(_CONNECTION_SPEC)
-
-
-def connection_argument_spec(env_fallback: Any, required_region: bool = False) -> Dict[str, Dict[str, Any]]:
-    """The argument_spec entries of the AWS connection options, for AnsibleModule.
-
-    env_fallback is ansible.module_utils.basic.env_fallback (passed in, so this file imports nothing of Ansible's).
-    """
-    spec: Dict[str, Dict[str, Any]] = {}
-    for name, entry in _CONNECTION_SPEC.items():
-        option = copy.deepcopy(entry)
-        env = option.pop("env", None)
-        if env:
-            option["fallback"] = (env_fallback, env)
-        spec[name] = option
-    if required_region:
-        spec["region"]["required"] = True
-    return spec
-
-
-def session(
-    profile: Optional[str] = None,
-    access_key: Optional[str] = None,
-    secret_key: Optional[str] = None,
-    session_token: Optional[str] = None,
-) -> Any:
-    """A boto3 session for explicit keys, a profile, or the default chain (never keys and a profile at once)."""
+def session(profile: Optional[str] = None) -> Any:
+    """A boto3 session for a profile, or the default chain (the inventory plugin's)."""
     if not HAS_BOTO3:
         raise AwsAccessError(MISSING_BOTO3)
-    if profile and (access_key or secret_key or session_token):
-        raise AwsAccessError(
-            f"both the profile {profile!r} and access keys are set (as options or through AWS_PROFILE and "
-            "AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN): give one or the other"
-        )
-    if bool(access_key) != bool(secret_key):
-        given, missing = ("access_key", "secret_key") if access_key else ("secret_key", "access_key")
-        raise AwsAccessError(f"{given} is set without {missing}: give both (or neither, for the default chain)")
     try:
-        return boto3.session.Session(
-            profile_name=profile or None,
-            aws_access_key_id=access_key or None,
-            aws_secret_access_key=secret_key or None,
-            aws_session_token=session_token or None,
-        )
+        return boto3.session.Session(profile_name=profile or None)
     except botocore.exceptions.ProfileNotFound as exc:
         raise AwsAccessError(
             f"AWS profile {profile!r} is not in the AWS config or credentials files: fix the profile name or "
@@ -124,68 +59,36 @@ def session(
         ) from exc
 
 
-def _client_config(max_attempts: int, aws_config: Optional[Mapping[str, Any]]) -> Any:
-    config = Config(retries={"max_attempts": max_attempts, "mode": "standard"})
-    if not aws_config:
-        return config
-    try:
-        return config.merge(Config(**dict(aws_config)))
-    except TypeError as exc:
-        raise AwsAccessError(
-            f"aws_config has a key that botocore.config.Config does not take ({exc}): use only its keyword "
-            "arguments (connect_timeout, read_timeout, retries, max_pool_connections, ...)"
-        ) from exc
-
-
-def ec2_client(
-    aws_session: Any,
-    region: Optional[str],
-    endpoint_url: Optional[str] = None,
-    max_attempts: int = 5,
-    verify: Any = None,
-    aws_config: Optional[Mapping[str, Any]] = None,
-    service: str = "ec2",
-) -> Any:
-    """A client for one region (endpoint_url points at a local EC2 API such as moto).
-
-    verify is botocore's: None for its default, False for no certificate check, or a CA bundle's path.
-    """
+def ec2_client(aws_session: Any, region: Optional[str], endpoint_url: Optional[str] = None) -> Any:
+    """An EC2 client for one region (endpoint_url points at a local EC2 API such as moto)."""
     region = region or aws_session.region_name
     if not region:
         raise AwsAccessError(
             "no AWS region: set the region option (or AWS_REGION / AWS_DEFAULT_REGION, or a region in the profile)"
         )
     return aws_session.client(
-        service,
-        region_name=region,
-        endpoint_url=endpoint_url or None,
-        config=_client_config(max_attempts, aws_config),
-        verify=verify,
+        "ec2", region_name=region, endpoint_url=endpoint_url or None, config=Config(retries=dict(RETRIES))
     )
 
 
-def verify_setting(validate_certs: bool, aws_ca_bundle: Optional[str]) -> Any:
-    """botocore's verify from the modules' validate_certs and aws_ca_bundle options."""
-    if not validate_certs:
-        return False
-    return aws_ca_bundle or None
-
-
-def module_client(params: Mapping[str, Any], service: str = "ec2", aws_session: Any = None) -> Tuple[Any, Any]:
-    """(session, client) from a module's connection options (see connection_argument_spec())."""
-    if aws_session is None:
-        aws_session = session(
-            params.get("profile"), params.get("access_key"), params.get("secret_key"), params.get("session_token")
+def aws_config_problem(aws_config: Optional[Mapping[str, Any]]) -> Optional[str]:
+    """Why aws_config cannot be a botocore Config, or None (amazon.aws lets the TypeError end the module)."""
+    try:
+        Config(**dict(aws_config or {}))
+    except TypeError as exc:
+        return (
+            f"aws_config has a key that botocore.config.Config does not take ({exc}): use only its keyword "
+            "arguments (connect_timeout, read_timeout, retries, max_pool_connections, ...)"
         )
-    client = ec2_client(
-        aws_session,
-        params.get("region"),
-        params.get("endpoint_url"),
-        verify=verify_setting(params.get("validate_certs", True), params.get("aws_ca_bundle")),
-        aws_config=params.get("aws_config"),
-        service=service,
-    )
-    return aws_session, client
+    return None
+
+
+def module_client(module: Any, service: str = "ec2") -> Any:
+    """The client of an AnsibleAWSModule with the retry setting; the user's aws_config takes precedence."""
+    problem = aws_config_problem(module.params.get("aws_config"))
+    if problem:
+        module.fail_json(msg=problem)
+    return module.client(service, config=Config(retries=dict(RETRIES)))
 
 
 def explain(exc: BaseException, region: Optional[str], action: str) -> str:

@@ -21,8 +21,6 @@ description:
     nodes are counted.
 author:
   - amx.cluster developers (@amx-cluster)
-requirements:
-  - boto3 >= 1.28.0
 options:
   cluster_name:
     description: The cluster's name, for the messages.
@@ -49,6 +47,9 @@ notes:
   - O(endpoint_url) serves both APIs (EC2 and Service Quotas).
 extends_documentation_fragment:
   - amx.cluster.ec2_cluster_aws
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
 """
 
 EXAMPLES = r"""
@@ -84,45 +85,31 @@ quota_source:
   sample: "service-quotas L-1216C47A"
 """
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import (
-    AWS_ERRORS,
-    HAS_BOTO3,
-    MISSING_BOTO3,
-    AwsAccessError,
-    connection_argument_spec,
-    explain,
-    module_client,
-)
+from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import AWS_ERRORS, explain, module_client
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_capacity import capacity_error, quota_code
 
 
 def main() -> None:
-    module = AnsibleModule(
+    module = AnsibleAWSModule(
         argument_spec=dict(
             cluster_name=dict(type="str", required=True),
             instance_type=dict(type="str", required=True),
             node_count=dict(type="int", required=True),
             max_vcpus=dict(type="int", required=True),
             spot=dict(type="bool", default=False),
-            **connection_argument_spec(env_fallback),
         ),
         supports_check_mode=True,
     )
-    if not HAS_BOTO3:
-        module.fail_json(msg=MISSING_BOTO3)
     params = module.params
     instance_type = params["instance_type"]
-    action = f"reading the vCPUs of instance type {instance_type}"
+    client = module_client(module)
+    region = client.meta.region_name
     try:
-        aws_session, client = module_client(params)
-        region = client.meta.region_name
         types = client.describe_instance_types(InstanceTypes=[instance_type]).get("InstanceTypes", [])
-    except AwsAccessError as exc:
-        module.fail_json(msg=f"{action}: {exc}")
     except AWS_ERRORS as exc:
-        module.fail_json(msg=explain(exc, params["region"], action))
+        module.fail_json(msg=explain(exc, region, f"reading the vCPUs of instance type {instance_type}"))
     if not types:
         module.fail_json(
             msg=f"instance type {instance_type} is not offered in {region}: set ec2_cluster_instance_type to one "
@@ -138,7 +125,7 @@ def main() -> None:
         source = f"unknown: no vCPU quota is known for {instance_type}'s instance class"
     else:
         try:
-            quotas = module_client(dict(params, region=region), "service-quotas", aws_session)[1]
+            quotas = module_client(module, "service-quotas")
             answer = quotas.get_service_quota(ServiceCode="ec2", QuotaCode=code[0])
             quota = float(answer["Quota"]["Value"])
             source = f"service-quotas {code[0]}"

@@ -21,9 +21,6 @@ description:
     plugin; the instances themselves are launched by M(amazon.aws.ec2_instance).
 author:
   - amx.cluster developers (@amx-cluster)
-requirements:
-  - boto3 >= 1.28.0
-  - botocore >= 1.31.0
 options:
   cluster_name:
     description: The cluster's name, the value of the C(amx.cluster/cluster) tag.
@@ -57,6 +54,9 @@ notes:
   - An instance tagged with the cluster but with a role other than C(master) or C(worker) is listed in RV(ignored).
 extends_documentation_fragment:
   - amx.cluster.ec2_cluster_aws
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
 """
 
 EXAMPLES = r"""
@@ -137,14 +137,11 @@ ignored:
   sample: []
 """
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import (
     AWS_ERRORS,
-    HAS_BOTO3,
-    MISSING_BOTO3,
     AwsAccessError,
-    connection_argument_spec,
     describe_cluster_instances,
     explain,
     module_client,
@@ -159,31 +156,28 @@ from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_nodes impo
 
 
 def main() -> None:
-    module = AnsibleModule(
+    module = AnsibleAWSModule(
         argument_spec=dict(
             cluster_name=dict(type="str", required=True),
             states=dict(type="list", elements="str", default=["pending", "running"]),
             use_private_address=dict(type="bool", default=False),
             tag_nodes=dict(type="bool", default=True),
             shutdown_behavior=dict(type="str", choices=["stop", "terminate"]),
-            **connection_argument_spec(env_fallback),
         ),
         supports_check_mode=True,
     )
-    if not HAS_BOTO3:
-        module.fail_json(msg=MISSING_BOTO3)
     params = module.params
     cluster_name = params["cluster_name"]
     action = f"listing the instances of cluster {cluster_name!r}"
+    client = module_client(module)
+    region = client.meta.region_name
     try:
-        client = module_client(params)[1]
-        region = client.meta.region_name
         raw = describe_cluster_instances(client, cluster_name, params["states"])
         nodes, ignored = order_nodes(simplify_instance(instance, region) for instance in raw)
     except (AwsAccessError, ClusterLayoutError) as exc:
         module.fail_json(msg=f"{action}: {exc}")
     except AWS_ERRORS as exc:
-        module.fail_json(msg=explain(exc, params["region"], action))
+        module.fail_json(msg=explain(exc, region, action))
 
     to_tag = missing_tags(nodes, cluster_name) if params["tag_nodes"] else {}
     if to_tag and not module.check_mode:
@@ -193,7 +187,7 @@ def main() -> None:
                     Resources=[instance_id], Tags=[{"Key": key, "Value": value} for key, value in sorted(tags.items())]
                 )
             except AWS_ERRORS as exc:
-                module.fail_json(msg=explain(exc, params["region"], f"tagging {instance_id}"))
+                module.fail_json(msg=explain(exc, region, f"tagging {instance_id}"))
             for node in nodes:
                 if node["instance_id"] == instance_id:
                     node["tags"].update(tags)
@@ -214,7 +208,7 @@ def main() -> None:
                     InstanceId=instance_id, Attribute="instanceInitiatedShutdownBehavior", Value=wanted
                 )
         except AWS_ERRORS as exc:
-            module.fail_json(msg=explain(exc, params["region"], f"setting the shutdown behaviour of {instance_id}"))
+            module.fail_json(msg=explain(exc, region, f"setting the shutdown behaviour of {instance_id}"))
 
     result = [
         {

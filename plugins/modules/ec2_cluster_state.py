@@ -19,8 +19,6 @@ description:
     while the cluster still has instances in the region (asked from EC2), and removes a folder only when empty.
 author:
   - amx.cluster developers (@amx-cluster)
-requirements:
-  - boto3 >= 1.28.0 (for O(action=remove))
 options:
   action:
     description: What to do.
@@ -39,19 +37,20 @@ options:
     description:
       - The cluster's region, also the name of its folder in O(state_dir).
       - When not given, E(AWS_REGION) or E(AWS_DEFAULT_REGION).
-    type: str
     required: true
-    aliases: [aws_region]
   files:
     description: For O(action=record), file names inside the region folder and their kind.
     type: dict
     default: {}
 notes:
   - Supports check mode; in check mode nothing is written or removed, and the result says what would be.
-  - Only O(action=remove) talks to AWS (to count the cluster's instances); the other actions take the connection
-    options, so that C(module_defaults) for C(group/amx.cluster.aws) apply, and leave them unused.
+  - Only O(action=remove) talks to AWS (to count the cluster's instances), and needs boto3; the other actions take
+    the connection options, so that C(module_defaults) for C(group/amx.cluster.aws) apply, and leave them unused.
 extends_documentation_fragment:
   - amx.cluster.ec2_cluster_aws
+  - amazon.aws.common.modules
+  - amazon.aws.region.modules
+  - amazon.aws.boto3
 """
 
 EXAMPLES = r"""
@@ -97,14 +96,14 @@ unrecorded:
 
 import os
 
-from ansible.module_utils.basic import AnsibleModule, env_fallback
+from ansible.module_utils.basic import env_fallback
+from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
 from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import (
     AWS_ERRORS,
     HAS_BOTO3,
     MISSING_BOTO3,
     AwsAccessError,
-    connection_argument_spec,
     describe_cluster_instances,
     explain,
     module_client,
@@ -166,8 +165,8 @@ def instances_left(module, params):
     if not HAS_BOTO3:
         module.fail_json(msg=MISSING_BOTO3)
     action = f"listing the instances of cluster {params['cluster_name']!r} before removing its private key"
+    client = module_client(module)
     try:
-        client = module_client(params)[1]
         return len(describe_cluster_instances(client, params["cluster_name"], LIVE_STATES))
     except AwsAccessError as exc:
         module.fail_json(msg=f"{action}: {exc}")
@@ -176,15 +175,23 @@ def instances_left(module, params):
 
 
 def main() -> None:
-    module = AnsibleModule(
+    module = AnsibleAWSModule(
         argument_spec=dict(
             action=dict(type="str", choices=["record", "status", "remove"], required=True),
             state_dir=dict(type="path", required=True),
             cluster_name=dict(type="str", required=True),
             files=dict(type="dict", default={}),
-            **connection_argument_spec(env_fallback, required_region=True),
+            # amazon.aws's region, required: it names the region's folder.
+            region=dict(
+                type="str",
+                required=True,
+                aliases=["aws_region"],
+                fallback=(env_fallback, ["AWS_REGION", "AWS_DEFAULT_REGION"]),
+            ),
         ),
         supports_check_mode=True,
+        # boto3 only for action=remove (instances_left() checks it).
+        check_boto3=False,
     )
     params = module.params
     cluster, region = params["cluster_name"], params["region"]

@@ -25,6 +25,11 @@ mkdir -p "$dest"
     if [ -e "$file" ]; then cp --parents -- "$file" "$dest/"; fi
   done
 )
+# The AWS modules use amazon.aws's module base and doc fragments: ansible-test finds a dependency only beside the
+# collection, as ansible_collections/amazon/aws (the one installed with Ansible is copied there, not tested).
+amazon_aws=$(python -c 'import ansible_collections.amazon.aws as m; print(list(m.__path__)[0])')
+mkdir -p "$work/ansible_collections/amazon"
+cp -r "$amazon_aws" "$work/ansible_collections/amazon/aws"
 cd "$dest"
 git init -q . && git add -A >/dev/null
 ansible-test sanity --python 3.11 --color no "$@"

@@ -167,74 +167,17 @@ def test_explain(error, expected):
     assert expected in explain(error, "eu-nowhere-9", "listing")
 
 
-def test_connection_spec_has_amazon_aws_names_and_fallbacks():
-    from ansible.module_utils.basic import env_fallback
+def aws_module(**params):
+    """An AnsibleAWSModule (amazon.aws's base of the collection's AWS modules) with these parameters."""
+    from ansible.module_utils.testing import patch_module_args
+    from ansible_collections.amazon.aws.plugins.module_utils.modules import AnsibleAWSModule
 
-    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import connection_argument_spec
-
-    spec = connection_argument_spec(env_fallback)
-    assert spec["region"]["aliases"] == ["aws_region"]
-    assert spec["region"]["fallback"] == (env_fallback, ["AWS_REGION", "AWS_DEFAULT_REGION"])
-    assert spec["endpoint_url"]["fallback"][1] == ["AWS_URL"]
-    assert spec["secret_key"]["no_log"] is True and spec["session_token"]["no_log"] is True
-    assert spec["validate_certs"] == {"type": "bool", "default": True}
-    assert "required" not in spec["region"]
-    assert connection_argument_spec(env_fallback, required_region=True)["region"]["required"] is True
-    # Each call hands out its own copy: a module that changes its spec changes no other's.
-    spec["region"]["aliases"].append("mine")
-    assert connection_argument_spec(env_fallback)["region"]["aliases"] == ["aws_region"]
+    with patch_module_args(params):
+        return AnsibleAWSModule(argument_spec={})
 
 
-def test_connection_options_are_documented_as_specified():
-    """The doc fragment and the spec name the same options, aliases, types and defaults."""
-    import yaml
-    from ansible.module_utils.basic import env_fallback
-
-    from ansible_collections.amx.cluster.plugins.doc_fragments.ec2_cluster_aws import ModuleDocFragment
-    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import connection_argument_spec
-
-    documented = yaml.safe_load(ModuleDocFragment.DOCUMENTATION)["options"]
-    spec = connection_argument_spec(env_fallback)
-    assert sorted(documented) == sorted(spec)
-    for name, option in spec.items():
-        assert documented[name]["type"] == option["type"], name
-        assert documented[name].get("aliases", []) == option.get("aliases", []), name
-        assert documented[name].get("default") == option.get("default"), name
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        (dict(profile="lab", access_key="AKIA1", secret_key="s3cret"), "both the profile 'lab' and access keys"),
-        (dict(profile="lab", session_token="t0ken"), "both the profile 'lab' and access keys"),
-        (dict(access_key="AKIA1"), "access_key is set without secret_key"),
-        (dict(secret_key="s3cret"), "secret_key is set without access_key"),
-    ],
-)
-def test_session_refuses_mixed_credentials_without_echoing_them(kwargs, message):
-    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import AwsAccessError, session
-
-    with pytest.raises(AwsAccessError, match=message) as caught:
-        session(**kwargs)
-    for secret in ("s3cret", "t0ken"):
-        assert secret not in str(caught.value)
-
-
-def test_session_uses_explicit_keys():
-    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import session
-
-    credentials = session(None, "AKIAEXPLICIT", "secret", "token").get_credentials()
-    assert (credentials.access_key, credentials.secret_key, credentials.token) == ("AKIAEXPLICIT", "secret", "token")
-
-
-@pytest.mark.parametrize(
-    "validate_certs, bundle, expected",
-    [(True, None, None), (True, "/etc/ca.pem", "/etc/ca.pem"), (False, "/etc/ca.pem", False), (False, None, False)],
-)
-def test_verify_setting(validate_certs, bundle, expected):
-    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import verify_setting
-
-    assert verify_setting(validate_certs, bundle) == expected
+class Failed(Exception):
+    pass
 
 
 def test_client_takes_botocore_settings_over_the_default_retries():
@@ -245,19 +188,28 @@ def test_client_takes_botocore_settings_over_the_default_retries():
         endpoint_url="http://127.0.0.1:9",
         access_key="AKIA1",
         secret_key="s",
-        validate_certs=True,
         aws_config={"connect_timeout": 7, "retries": {"max_attempts": 2}},
     )
-    client = module_client(params)[1]
+    client = module_client(aws_module(**params))
     assert client.meta.config.connect_timeout == 7
     # botocore counts the first call too: max_attempts 2 (retries) is 3 calls in all.
     assert client.meta.config.retries["total_max_attempts"] == 3
     assert client.meta.region_name == "eu-west-1"
-    assert module_client(dict(params, aws_config=None))[1].meta.config.retries["total_max_attempts"] == 6
+    assert client.meta.endpoint_url == "http://127.0.0.1:9"
+    params["aws_config"] = None
+    default = module_client(aws_module(**params))
+    assert default.meta.config.retries == {"total_max_attempts": 6, "mode": "standard"}
 
 
-def test_unknown_botocore_setting_is_refused():
-    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import AwsAccessError, module_client
+def test_unknown_botocore_setting_is_refused(monkeypatch):
+    """amazon.aws builds Config(**aws_config) outside its error handling: the module would end in a traceback."""
+    from ansible_collections.amx.cluster.plugins.module_utils.ec2_cluster_aws import module_client
 
-    with pytest.raises(AwsAccessError, match=r"aws_config has a key that botocore\.config\.Config does not take"):
-        module_client(dict(region="eu-west-1", access_key="a", secret_key="s", aws_config={"conect_timeout": 5}))
+    module = aws_module(region="eu-west-1", access_key="a", secret_key="s", aws_config={"conect_timeout": 5})
+
+    def fail_json(msg, **_kw):
+        raise Failed(msg)
+
+    monkeypatch.setattr(module, "fail_json", fail_json)
+    with pytest.raises(Failed, match=r"aws_config has a key that botocore\.config\.Config does not take"):
+        module_client(module)
