@@ -65,7 +65,7 @@ class ControllerLinks:
     def accept(self, listener: socket.socket, name: str, target: tuple) -> None:
         while not self.closed.is_set():
             try:
-                client, _ = listener.accept()
+                client = listener.accept()[0]
             except OSError:
                 return
             try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import posixpath
 import re
 from typing import Any, Dict, List, Mapping, Optional, Sequence
@@ -197,7 +198,8 @@ def _settings_problems(settings: Mapping[str, Any], example_dir: Optional[str]) 
         if bad:
             problems.append(f"the limits need train_{key} {rule}; got {settings[key]}")
     try:
-        bad = not float(settings["poll_interval"]) > 0
+        interval = float(settings["poll_interval"])
+        bad = math.isnan(interval) or interval <= 0
     except (TypeError, ValueError):
         bad = True
     if bad:

@@ -680,7 +680,8 @@ RESOLVED = resolve("native", overrides={"accelerate": None, "datasets": None, "e
 VERSIONS = {"torch": "2.13.0+cpu", "transformers": "5.24.0", "ipex": None, "oneccl": None, "python": "3.11.4"}
 
 
-def earlier_manifest(freeze=STACK_FREEZE, versions=VERSIONS):
+def earlier_manifest(freeze=STACK_FREEZE, versions=None):
+    versions = VERSIONS if versions is None else versions
     return sp.build_manifest("native", sp.requirements_hash(RESOLVED), freeze, versions, "3.11.4")
 
 
