@@ -30,8 +30,10 @@ options:
         description: The launcher's C(-info) once installed; returns the smoke test's C(fingerprint).
         type: str
       job: {description: M(amx.cluster.train_job)'s result for the job; returns the C(record)., type: dict}
-      smoke: {description: M(amx.cluster.train_job)'s result for the smoke test, when it ran., type: dict}
-      single_node: {description: M(amx.cluster.train_job)'s result for the single-node check, when it ran., type: dict}
+      smoke: {description: "M(amx.cluster.train_job)'s result for the smoke test, when it ran.", type: dict}
+      single_node:
+        description: "M(amx.cluster.train_job)'s result for the single-node check, when it ran."
+        type: dict
       metrics: {description: The run's metrics.json text., type: str}
       stale_folder:
         description:
@@ -125,8 +127,10 @@ options:
 attributes:
   check_mode:
     support: full
+    description: Changes nothing in either mode.
   diff_mode:
     support: none
+    description: Changes nothing.
 """
 
 EXAMPLES = r"""

@@ -2,9 +2,7 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 import pytest
-from ansible.errors import AnsibleFilterError
 
-from ansible_collections.amx.cluster.plugins.filter import folder_problems as folder_plugin
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
     SYSTEM_FOLDERS,
     folder_problems,
@@ -191,14 +189,10 @@ def test_a_file_that_is_no_hostfile_is_never_quoted():
         assert piece not in text
 
 
-def test_the_filters_wrap_the_functions():
-    folder_problems_filter = folder_plugin.FilterModule().filters()["folder_problems"]
-    assert folder_problems_filter({"a": "/tmp"}) == ["a is '/tmp', a system folder"]
-    # the former launch_problems filter's case
+def test_the_former_filters_cases():
+    assert folder_problems({"a": "/tmp"}) == ["a is '/tmp', a system folder"]
     assert launch_problems({"train_batch_size": 0}) == ["train_batch_size must be at least 1, got 0"]
-    assert hostfile_problems("localhost\n", ["localhost"])["ok"]  # the former hostfile_problems filter's case
-    with pytest.raises(AnsibleFilterError, match=r"amx\.cluster\.folder_problems"):
-        folder_problems_filter(None)
+    assert hostfile_problems("localhost\n", ["localhost"])["ok"]
 
 
 def test_ansible_subclasses_are_named_as_yaml_kinds():
