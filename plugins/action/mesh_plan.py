@@ -21,6 +21,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.amx.cluster.plugins.module_utils.cluster_shape import cluster_shape
 from ansible_collections.amx.cluster.plugins.module_utils.ssh_mesh import master_problems, mesh_plan
+from ansible_collections.amx.cluster.plugins.plugin_utils.hostvars import MISSING, hostvar
 
 ARGUMENT_SPEC: Dict[str, Any] = {
     "master": {"type": "str", "default": ""},
@@ -37,28 +38,14 @@ SHARED = {
     "user": "__ssh_mesh_node_user",
     "key_name": "__ssh_mesh_node_key_name",
 }
-_MISSING = object()
-
-
-def _read(hostvars: Mapping[str, Any], host: str, *path: str) -> Any:
-    """hostvars[host][path...], _MISSING when a level is absent or does not template."""
-    try:
-        value: Any = hostvars[host]
-        for key in path:
-            if not isinstance(value, Mapping) or key not in value:
-                return _MISSING
-            value = value[key]
-    except Exception:  # Ansible's templating errors share no base class here
-        return _MISSING
-    return value
 
 
 def node_values(hostvars: Mapping[str, Any], host: str) -> Dict[str, Any]:
     """What mesh_plan reads of one node: its shared port, user and key name, its user's passwd entry (getent) and
     its ed25519 host key."""
-    values = {key: _read(hostvars, host, name) for key, name in SHARED.items() if key != "address"}
-    values = {key: value for key, value in values.items() if value is not _MISSING}
-    facts = _read(hostvars, host, "ansible_facts")
+    values = {key: hostvar(hostvars, host, name, default=MISSING) for key, name in SHARED.items() if key != "address"}
+    values = {key: value for key, value in values.items() if value is not MISSING}
+    facts = hostvar(hostvars, host, "ansible_facts")
     facts = facts if isinstance(facts, Mapping) else {}
     accounts = facts.get("getent_passwd")
     if isinstance(accounts, Mapping) and values.get("user") in accounts:

@@ -28,6 +28,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.train_plan import (
     plan,
     record,
 )
+from ansible_collections.amx.cluster.plugins.plugin_utils.hostvars import hostvar
 
 _RAW: Dict[str, Any] = {"type": "raw"}
 _STR: Dict[str, Any] = {"type": "str"}
@@ -119,29 +120,15 @@ MASTER_READS = {
 }
 # The role's scripts the smoke test runs: their digests are part of its fingerprint.
 SMOKE_FILES = ("smoke_allreduce.py", "rank_exec.sh")
-_MISSING = object()
-
-
-def _read(hostvars: Mapping[str, Any], host: str, *path: str) -> Any:
-    """hostvars[host][path...], None when a level is absent, skipped or does not template."""
-    try:
-        value: Any = hostvars[host]
-        for key in path:
-            if not isinstance(value, Mapping) or key not in value:
-                return None
-            value = value[key]
-    except Exception:  # Ansible's templating errors share no base class here
-        return None
-    return value
 
 
 def node_facts(hostvars: Mapping[str, Any], host: str, user: str) -> Dict[str, Any]:
     """What the plan reads of one node: the node roles' facts and the role's own reads there."""
     names = (*NODE_FACTS, "amx_check_amx_reason", "torch_stack_has_oneccl", "torch_stack_has_ipex")
-    found: Dict[str, Any] = {name: _read(hostvars, host, name) for name in (*names, "tcmalloc_library_path")}
-    found.update({key: _read(hostvars, host, *path) for key, path in NODE_READS.items()})
-    found["kernel"] = _read(hostvars, host, "ansible_facts", "kernel")
-    found["user"] = _read(hostvars, host, "__train_getent", "ansible_facts", "getent_passwd", user)
+    found: Dict[str, Any] = {name: hostvar(hostvars, host, name) for name in (*names, "tcmalloc_library_path")}
+    found.update({key: hostvar(hostvars, host, *path) for key, path in NODE_READS.items()})
+    found["kernel"] = hostvar(hostvars, host, "ansible_facts", "kernel")
+    found["user"] = hostvar(hostvars, host, "__train_getent", "ansible_facts", "getent_passwd", user)
     return found
 
 
@@ -166,8 +153,8 @@ class ActionModule(ActionBase):
             if given["stale_folder"]:
                 # What each node's find of that folder registered (preflight's node reads' way: from hostvars).
                 hostvars = (task_vars or {}).get("hostvars", {})
-                workers = {name: _read(hostvars, name, "__train_tiny_files") for name in given["plan"]["workers"]}
-                master_files = _read(hostvars, given["plan"]["master"], "__train_tiny_files")
+                workers = {name: hostvar(hostvars, name, "__train_tiny_files") for name in given["plan"]["workers"]}
+                master_files = hostvar(hostvars, given["plan"]["master"], "__train_tiny_files")
                 result["stale_workers"] = stale_workers(master_files, workers, given["stale_folder"])
             if given["fetch"]:
                 fetch = given["fetch"]
@@ -194,15 +181,15 @@ class ActionModule(ActionBase):
             "shape": shape,
             "play_hosts_all": list(task_vars.get("ansible_play_hosts_all", [])),
             "play_hosts": list(task_vars.get("ansible_play_hosts", [])),
-            "run_id": _read(hostvars, master, "__train_run_id_fact") if master else None,
+            "run_id": hostvar(hostvars, master, "__train_run_id_fact") if master else None,
             "now": time.time(),
-            "example_dir": _read(hostvars, master, "hf_examples_example_dir") if master else None,
-            "mpich_launcher": (_read(hostvars, master, "__train_mpich_launcher") if master else None) or "mpirun",
+            "example_dir": hostvar(hostvars, master, "hf_examples_example_dir") if master else None,
+            "mpich_launcher": (hostvar(hostvars, master, "__train_mpich_launcher") if master else None) or "mpirun",
             "controller_home": os.environ.get("HOME"),
             "role_files": {name: self._digest(os.path.join(role_path, "files", name)) for name in SMOKE_FILES},
         }
         nodes = {name: node_facts(hostvars, name, settings["user"]) for name in names}
-        reads = {key: _read(hostvars, master, *path) for key, path in MASTER_READS.items()} if master else {}
+        reads = {key: hostvar(hostvars, master, *path) for key, path in MASTER_READS.items()} if master else {}
         computed = plan(settings, nodes, reads, context)
         result.update(computed, changed=False)
         if computed["problems"]:

@@ -411,7 +411,11 @@ def checkout_problems(
     the collection's one list); an existing checkout folder is used as it is, so it must be a folder (or a link to
     one) that the user can write to. ``checkout`` is what the role's probes found (the user's ``home``, null when
     there is no such user; the folder's ``stat``; ``writable``); ``reported``: the problems found already."""
-    from ansible_collections.amx.cluster.plugins.module_utils.inputs import folder_problems
+    from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
+        existing_folder_problem,
+        folder_problems,
+        role_folders_problem,
+    )
 
     user, folder = settings.get("user"), settings.get("dir")
     if checkout.get("home") is None:
@@ -422,29 +426,11 @@ def checkout_problems(
     found += folder_problems(cache, home=controller_home, absolute=False)
     # A relative path is reported once, by settings_problems.
     found = [text for text in found if not any(problem.startswith(text) for problem in reported)]
-    problems = []
-    if found:
-        problems.append(
-            f"{'; '.join(found)}. The role creates its folders with an owner and a mode, which must never happen to a "
-            f"folder of the system or of a user: set {'it' if len(found) == 1 else 'them'} to a folder of its own, "
-            "such as /opt/amx-cluster/transformers."
-        )
+    problems = role_folders_problem(found, "/opt/amx-cluster/transformers")
     stat = checkout.get("stat") or {}
     if not stat.get("exists") or not posixpath.isabs(str(folder)):
         return problems
-    links = folder_problems(
-        {"hf_examples_dir": folder}, resolved={"hf_examples_dir": stat.get("lnk_source") or ""}, home=home
-    )
-    if links or not (stat.get("isdir") or stat.get("islnk")):
-        what = "; ".join(links) if links else f"hf_examples_dir {folder} exists but is not a folder"
-        problems.append(f"{what}. Set hf_examples_dir to a folder of its own (nothing was changed).")
-    elif checkout.get("writable") is False:
-        problems.append(
-            f"hf_examples_dir {folder} exists and is not writable by {user}. The role uses an existing folder as it is "
-            f"and never changes its owner or mode: make it writable by {user} yourself, or set hf_examples_dir to "
-            f"another folder (an absent one is created for {user})."
-        )
-    return problems
+    return problems + existing_folder_problem("hf_examples_dir", folder, stat, checkout.get("writable"), user, home)
 
 
 def plan(

@@ -137,6 +137,35 @@ def folder_problems(
     return problems
 
 
+def role_folders_problem(found: List[str], example: str) -> List[str]:
+    """The one message for a role's folder variables that folder_problems refused (none when it refused none)."""
+    if not found:
+        return []
+    return [
+        f"{'; '.join(found)}. The role creates its folders with an owner and a mode, which must never happen to a "
+        f"folder of the system or of a user: set {'it' if len(found) == 1 else 'them'} to a folder of its own, such "
+        f"as {example}."
+    ]
+
+
+def existing_folder_problem(
+    name: str, folder: str, stat: Mapping[str, Any], writable: Optional[bool], user: str, home: Optional[str]
+) -> List[str]:
+    """An existing folder that a role uses as it is: a folder (or a link to one) of its own, writable by `user`.
+    `stat` is the folder's ansible.builtin.stat result, `writable` whether `user` may write there."""
+    links = folder_problems({name: folder}, resolved={name: stat.get("lnk_source") or ""}, home=home)
+    if links or not (stat.get("isdir") or stat.get("islnk")):
+        what = "; ".join(links) if links else f"{name} {folder} exists but is not a folder"
+        return [f"{what}. Set {name} to a folder of its own (nothing was changed)."]
+    if writable is False:
+        return [
+            f"{name} {folder} exists and is not writable by {user}. The role uses an existing folder as it is and "
+            f"never changes its owner or mode: make it writable by {user} yourself, or set {name} to another folder "
+            f"(an absent one is created for {user})."
+        ]
+    return []
+
+
 def kind(value: Any) -> str:
     """The kind of a value in YAML's words (Ansible hands over its own subclasses of list, dict and str)."""
     if value is None:

@@ -564,7 +564,11 @@ def folder_checks(
     """The role's folders: never a system folder or the user's home (inputs.folder_problems, the collection's one
     list), and an existing virtualenv folder is used as it is, so it must be a folder (or a link to one) that the
     user can write to. ``skip``: the variables already reported (a relative path)."""
-    from ansible_collections.amx.cluster.plugins.module_utils.inputs import folder_problems
+    from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
+        existing_folder_problem,
+        folder_problems,
+        role_folders_problem,
+    )
 
     home = (node.get("user") or {}).get("home") or ""
     named = {f"torch_stack_{k}": settings.get(k) for k in ("venv", "node_wheelhouse") if k not in skip}
@@ -572,31 +576,14 @@ def folder_checks(
     if "controller_cache" not in skip:
         cache = {"torch_stack_controller_cache": settings.get("controller_cache")}
         found += folder_problems(cache, home=controller_home, absolute=False)
-    problems = []
-    if found:
-        problems.append(
-            f"{'; '.join(found)}. The role creates its folders with an owner and a mode, which must never happen to a "
-            f"folder of the system or of a user: set {'it' if len(found) == 1 else 'them'} to a folder of its own, "
-            "such as /opt/amx-cluster/venv"
-        )
+    problems = role_folders_problem(found, "/opt/amx-cluster/venv")
     stat = node.get("venv_stat") or {}
     if "venv" in skip or not stat.get("exists"):
         return problems
     venv = settings.get("venv")
-    links = folder_problems(
-        {"torch_stack_venv": venv}, resolved={"torch_stack_venv": stat.get("lnk_source") or ""}, home=home
+    return problems + existing_folder_problem(
+        "torch_stack_venv", venv, stat, node.get("venv_writable"), settings.get("user"), home
     )
-    if links or not (stat.get("isdir") or stat.get("islnk")):
-        what = "; ".join(links) if links else f"torch_stack_venv {venv} exists but is not a folder"
-        problems.append(f"{what}. Set torch_stack_venv to a folder of its own (nothing was changed)")
-    elif node.get("venv_writable") is False:
-        user = settings.get("user")
-        problems.append(
-            f"torch_stack_venv {venv} exists and is not writable by {user}. The role uses an existing folder as it is "
-            f"and never changes its owner or mode: make it writable by {user} yourself, or set torch_stack_venv to "
-            f"another folder (an absent one is created for {user})"
-        )
-    return problems
 
 
 def node_problems(settings: Mapping[str, Any], node: Mapping[str, Any]) -> List[str]:

@@ -149,20 +149,8 @@ options:
   downloaded:
     description: The folder of the node's download on the controller; with O(freeze), gives RV(wheels_missing).
     type: path
-attributes:
-  action:
-    support: full
-    description: Runs as the action plugin of the same name, on the controller; nothing runs on the host.
-  check_mode:
-    support: full
-    description: Changes nothing in either mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
+extends_documentation_fragment:
+  - amx.cluster.controller_plan
 notes:
   - A task of the hf_examples role; its interface may change with the role.
 """

@@ -43,6 +43,8 @@ options:
     description: Whether host keys are pinned (C(ssh_mesh_strict_host_key_checking)); false skips their checks.
     type: bool
     default: true
+extends_documentation_fragment:
+  - amx.cluster.controller_plan
 notes:
   - Supports check mode; it reads only.
 """

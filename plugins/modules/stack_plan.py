@@ -87,20 +87,8 @@ options:
       freeze: {description: "The virtualenv's pip freeze.", type: str}
       report: {description: "amx.cluster.node_info's import, null when the stack was not imported again.", type: dict}
       earlier: {description: "The earlier manifest, as the install step returned it.", type: dict}
-attributes:
-  action:
-    support: full
-    description: Runs as the action plugin of the same name, on the controller; nothing runs on the host.
-  check_mode:
-    support: full
-    description: Changes nothing in either mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
-  platform:
-    support: full
-    platforms: posix
-    description: Runs on the controller.
+extends_documentation_fragment:
+  - amx.cluster.controller_plan
 notes:
   - A task of the torch_stack role; its interface may change with the role.
 """

@@ -124,13 +124,8 @@ options:
       train_file: {description: C(train_train_file)., type: str}
       user: {description: C(train_user)., type: str, required: true}
       validation_file: {description: C(train_validation_file)., type: str}
-attributes:
-  check_mode:
-    support: full
-    description: Changes nothing in either mode.
-  diff_mode:
-    support: none
-    description: Changes nothing.
+extends_documentation_fragment:
+  - amx.cluster.controller_plan
 """
 
 EXAMPLES = r"""

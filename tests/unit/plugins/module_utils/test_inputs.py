@@ -5,10 +5,12 @@ import pytest
 
 from ansible_collections.amx.cluster.plugins.module_utils.inputs import (
     SYSTEM_FOLDERS,
+    existing_folder_problem,
     folder_problems,
     hostfile_problems,
     launch_problems,
     normalize_folder,
+    role_folders_problem,
     system_folder,
 )
 
@@ -207,3 +209,28 @@ def test_ansible_subclasses_are_named_as_yaml_kinds():
         "train_extra_env's A must be a string or a number, got a list",
         "train_extra_args must be a list of strings (one item per argument), got a mapping",
     ]
+
+
+def test_the_role_folders_message_names_each_refusal_once():
+    assert role_folders_problem([], "/opt/x") == []
+    (text,) = role_folders_problem(["a is '/tmp', a system folder", "b is '/etc', a system folder"], "/opt/x")
+    assert text.startswith("a is '/tmp', a system folder; b is '/etc', a system folder. The role creates")
+    assert "set them to a folder of its own, such as /opt/x." in text
+
+
+@pytest.mark.parametrize(
+    ("stat", "writable", "expected"),
+    [
+        ({"exists": True, "isdir": True}, True, None),
+        ({"exists": True, "islnk": True, "lnk_source": "/srv/venv"}, True, None),
+        ({"exists": True, "isdir": False}, True, "d /srv/d exists but is not a folder. Set d to a folder"),
+        ({"exists": True, "islnk": True, "lnk_source": "/tmp"}, True, "d is '/srv/d', a link to '/tmp'"),
+        ({"exists": True, "isdir": True}, False, "d /srv/d exists and is not writable by me."),
+    ],
+)
+def test_an_existing_folder_is_a_folder_of_its_own_the_user_can_write(stat, writable, expected):
+    found = existing_folder_problem("d", "/srv/d", stat, writable, "me", HOME)
+    if expected is None:
+        assert found == []
+    else:
+        assert len(found) == 1 and found[0].startswith(expected)
