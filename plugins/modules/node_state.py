@@ -15,7 +15,7 @@ description:
     checks passed, takes the live fingerprint of what that stamp's probe names and says whether the role may skip
     its steps (RV(skip)) and why (RV(reason)).
   - "The fingerprint is the collection's one node probe (module_utils C(node_probe), which the launch check takes
-    too): the kernel release and the Python always, and what the probe asks for: the versions of distro packages
+    too): the kernel release always, and what the probe asks for: the versions of distro packages
     (one C(dpkg-query) or C(rpm) call), a virtualenv (the names of its C(*.dist-info) folders, and its C(pyvenv.cfg)),
     the hash, mode and owner of files and of the manifest (a symlink by its target, never followed), and the AMX probe
     (the facts of M(amx.cluster.cpu_facts) that say whether AMX is usable, from C(/proc/cpuinfo), the kernel release,
@@ -266,6 +266,8 @@ def named_stamps_state(stamp_dir, stamps, boot_id, now):
 def fingerprint(probe, stamp_dir, boot_id, now):
     """node_probe's fingerprint of a stamp's probe, with the AMX facts and the stamps it names."""
     live = node_probe.fingerprint(node_probe.probe(probe_spec(probe)))
+    # This module's Python is Ansible's interpreter, not a role's: the virtualenv's own is in its pyvenv.cfg.
+    live.pop("python")
     if probe["amx"]:
         live["amx"] = amx_state()
     if probe["stamps"]:
