@@ -124,7 +124,8 @@ def test_a_change_on_the_node_takes_the_full_path(node, change, named):
     change(node)
     result = node.read()
     assert result["skip"] is False
-    assert result["reason"].startswith("the node changed since the stamp: ") and named in result["reason"], result["reason"]
+    reason = result["reason"]
+    assert reason.startswith("the node changed since the stamp: ") and named in reason, reason
 
 
 @pytest.mark.parametrize(
