@@ -15,8 +15,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import decide, fingerprint
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import canonical_json
 from ansible_collections.amx.cluster.plugins.module_utils.onednn_verbose import run_kernels
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import RUN_DIR_MARK, RUN_ID_MARK
@@ -36,8 +37,9 @@ __all__ = [
     "template_run",
 ]
 
-# 2: no maximum age (a plan holds while its fingerprints do).
-PLAN_VERSION = 2
+# 2: no maximum age (a plan holds while its fingerprints do); 3: node_probe's file states (mode and owner, links
+# not followed) and {"unreadable": why}.
+PLAN_VERSION = 3
 # The only place a run's id is a value of its own: the environment variable that names the run to its ranks.
 RUN_ID_KEYS = ("AMX_CLUSTER_RUN_ID",)
 PLAN_KEYS = (
@@ -165,25 +167,27 @@ def plan_survives(job: Optional[Mapping[str, Any]]) -> Tuple[bool, str]:
     return True, "the job passed"
 
 
-def node_changes(
-    nodes: Sequence[Mapping[str, Any]],
-    answers: Mapping[str, Mapping[str, Any]],
-    differences: Any,
-) -> List[str]:
-    """What keeps each node from the one-step launch, as '<node>: <what>' sentences: no answer from its probe, a
-    fingerprint that differs from the plan's (``differences(recorded, live)`` names what), a run folder of the new
-    run that is already there, or processes of an earlier run still running."""
+def node_changes(plan: Mapping[str, Any], answers: Mapping[str, Mapping[str, Any]]) -> List[str]:
+    """What keeps each node of ``plan`` from the one-step launch, as '<node>: <what>' sentences: no answer from its
+    probe, a node record that does not hold (node_probe.decide: each node's record is the plan's inputs, its boot id
+    and its fingerprint), a run folder of the new run that is already there, or processes of an earlier run."""
     found: List[str] = []
-    for node in nodes:
+    for node in plan["nodes"]:
         name = node["name"]
         answer = answers.get(name)
         if answer is None or not answer.get("ok"):
             why = (answer or {}).get("error") or "no answer"
             found.append(f"{name}: the probe failed ({why})")
             continue
-        live = answer["result"]
-        for change in differences(node["fingerprint"], live):
-            found.append(f"{name}: {change}")
+        live, recorded = answer["result"], node.get("fingerprint")
+        record = {
+            "inputs_hash": plan["inputs"],
+            "boot_id": recorded.get("boot_id") if isinstance(recorded, Mapping) else None,
+            "fingerprint": recorded,
+        }
+        holds, why = decide(record, plan["inputs"], fingerprint(live), str(live.get("boot_id") or ""))
+        if not holds:
+            found.append(f"{name}: {why}")
         for path in live.get("present") or []:
             found.append(f"{name}: {path} is there already (the full path follows, resumes or refuses that run)")
         processes = live.get("processes") or []

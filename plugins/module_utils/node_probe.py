@@ -1,37 +1,39 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node probe: one self-contained file that reads the live state of a node, for the one-step launch.
+"""The node record's probe language and its one decision: what a node holds now, and whether a record still holds.
 
-The master runs it on every worker over the cluster's SSH mesh, in one round trip per node:
+Every record of the collection (a node role's stamp, the provision stamp, each node of a launch plan, the smoke
+test's record) is decided here. `probe(spec)` reads the node; `fingerprint(result)` is the part a record keeps;
+`differences(recorded, live)` names what changed (by name, never by content); `decide(record, inputs, live, boot_id,
+force)` says whether the record holds. The master also sends this file as it is to every worker over the mesh:
 
     ssh node1 python3 - SPEC_JSON < node_probe.py
 
-and reads one JSON line back: {"ok": true, "result": {...}} or {"ok": false, "error": "..."}. `probe(spec)` says
-what the node holds now (file hashes, folder listings, a virtualenv's distributions, package versions, paths that
-must be absent, leftover processes, free disk, the boot id and kernel); `fingerprint(result)` is the part that a
-recorded launch compares, and `differences(recorded, live)` says by name (never by content) what changed.
+and reads one JSON line back: {"ok": true, "result": {...}} or {"ok": false, "error": "..."}.
 
 The spec (every key optional; an unknown key or a wrong type is a ProbeError naming it) and what it gives:
 
-    files: [abs path]                   -> files: {path: sha256 | None (absent) | "unreadable"}
+    files: [abs path]                   -> files: {path: {"sha256", "mode", "uid"} | {"link": target} (never
+                                           followed) | None (absent)}
     trees: [abs folder]                 -> trees: {path: sha256 of the sorted "relpath\tsize\tmtime_ns" lines
-                                           (a symlink: "relpath\t->target", not followed) | None | "unreadable"}
-    venv: abs path or ""                -> venv: {"path", "pyvenv_cfg": sha256 | None, "distributions":
+                                           (a symlink: "relpath\t->target", not followed) | None}
+    venv: abs path or ""                -> venv: {"path", "pyvenv_cfg": a file's state, "distributions":
                                            {name: version}} | None
-    packages: {"manager": "dpkg"|"rpm", -> packages: {name: version | None} (one query; every name None when the
-               "names": [name]}            manager's program is not on PATH)
+    packages: {"manager": "dpkg"|"rpm"  -> packages: {name: version | None} (one query; the manager found on PATH
+               (optional), "names": [...]}  when none is named)
     absent: [abs path]                  -> present: sorted [path that exists]
     processes: {"user": uid,            -> processes: sorted ["PID CMDLINE"] of that real uid's processes with an
                 "prefix": text}            argument that starts with the prefix (the probe and its parents left out)
     disk: abs path                      -> disk_free: bytes | None
     always                              -> boot_id ("" when unreadable), kernel, python
 
-Every result key is always there (empty, or None, when its spec key is not given).
+Whatever cannot be read (a FIFO, a device or a folder where a file is expected, a path that gives an error, a tree
+holding such an entry, no package manager) gives {"unreadable": why}: never opened nor waited on, and never equal
+to itself, so a record over it never holds. Every result key is always there.
 
 Standard library only, Python 3.8+ (it runs on the nodes' system Python), and no import from the collection: the
-file is sent as it is. The package and virtualenv helpers that the node state stamp (module_utils.node_state)
-uses live here too, so that both read a node the same way.
+file is sent as it is.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import shutil
 import stat
 import subprocess
 import sys
-from typing import Any, Dict, Iterable, List, Mapping, Optional
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Tuple
 
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 PROC = "/proc"
@@ -56,7 +58,9 @@ PACKAGE_QUERY_TIMEOUT = 120
 # The keys a spec may hold, and the parts of a result that a recorded launch compares.
 SPEC_KEYS = ("files", "trees", "venv", "packages", "absent", "processes", "disk")
 FINGERPRINT_KEYS = ("boot_id", "kernel", "python", "files", "trees", "venv", "packages")
-# What a file or a folder that exists but cannot be read gives instead of its hash.
+# The parts that map a path (or a package) to its state.
+PATH_PARTS = ("files", "trees", "packages")
+# What a part that cannot be read gives instead of its state: {"unreadable": why}.
 UNREADABLE = "unreadable"
 CMDLINE_LIMIT = 300
 # How many distributions a sentence about a virtualenv names before it counts the rest.
@@ -64,14 +68,14 @@ SHOWN_NAMES = 5
 
 
 class ProbeError(ValueError):
-    """A spec, or a query, that cannot be used; the message names the key that is wrong, never a file's contents.
+    """A spec or a record that cannot be used; the message names the key that is wrong, never a file's contents.
 
-    module_utils.node_state knows it as StampError: the package helpers it takes from here raise it.
+    module_utils.node_state knows it as StampError.
     """
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Packages and virtualenvs (shared with module_utils.node_state)
+# Packages and virtualenvs
 # ---------------------------------------------------------------------------------------------------------------
 
 
@@ -138,29 +142,36 @@ def dist_info_names(venv: str) -> List[str]:
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def file_sha256(path: str) -> Optional[str]:
-    """The sha256 of a file's bytes (a symlink is followed), None when it is absent, "unreadable" otherwise.
-
-    Only a regular file is read: a folder, a FIFO or a device gives "unreadable" (a FIFO is opened without
-    blocking, so it cannot stop the probe).
-    """
+def file_state(path: str) -> Optional[Dict[str, Any]]:
+    """{sha256, mode, uid} of a regular file, None when it is absent, {"link": target} for a symlink (never followed:
+    a link to a root-only file gives no hash), {"unreadable": why} for anything else (a FIFO, a device or a folder is
+    never opened; an error while reading)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        info = os.lstat(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    except OSError:
-        return UNREADABLE
+    except OSError as exc:
+        return {UNREADABLE: type(exc).__name__}
+    if stat.S_ISLNK(info.st_mode):
+        try:
+            return {"link": os.readlink(path)}
+        except OSError as exc:
+            return {UNREADABLE: type(exc).__name__}
+    if not stat.S_ISREG(info.st_mode):
+        return {UNREADABLE: "not a regular file"}
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return UNREADABLE
-        digest = hashlib.sha256()
-        for block in iter(lambda: os.read(fd, 1 << 20), b""):
-            digest.update(block)
-    except OSError:
-        return UNREADABLE
-    finally:
-        os.close(fd)
-    return digest.hexdigest()
+        # No following and no waiting: the path may have become a link or a FIFO since the lstat.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                return {UNREADABLE: "not a regular file"}
+            digest = hashlib.sha256()
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        return {UNREADABLE: type(exc).__name__}
+    return {"sha256": digest.hexdigest(), "mode": f"{stat.S_IMODE(info.st_mode):04o}", "uid": info.st_uid}
 
 
 def tree_lines(top: str) -> List[str]:
@@ -198,16 +209,16 @@ def tree_lines(top: str) -> List[str]:
     return sorted(lines)
 
 
-def tree_sha256(top: str) -> Optional[str]:
-    """The sha256 over tree_lines(top), None when `top` is absent, "unreadable" when it is not a folder or holds an
-    entry that cannot be fingerprinted (what cannot be read must not compare equal to itself)."""
+def tree_sha256(top: str) -> Any:
+    """The sha256 over tree_lines(top), None when `top` is absent, {"unreadable": why} when it is not a folder or
+    holds an entry that cannot be fingerprinted."""
     if not os.path.lexists(top):
         return None
     if not os.path.isdir(top):
-        return UNREADABLE
+        return {UNREADABLE: "not a folder"}
     lines = tree_lines(top)
     if any(line.endswith("\t" + UNREADABLE) for line in lines):
-        return UNREADABLE
+        return {UNREADABLE: "it holds an entry that cannot be fingerprinted"}
     digest = hashlib.sha256()
     for line in lines:
         # Names that are not UTF-8 come from os.walk as surrogate escapes: hash their bytes as they are.
@@ -216,27 +227,39 @@ def tree_sha256(top: str) -> Optional[str]:
 
 
 def venv_state(venv: str) -> Optional[Dict[str, Any]]:
-    """{"path", "pyvenv_cfg": sha256 or None, "distributions"} of a virtualenv; None when there is no folder."""
-    if not venv or not os.path.isdir(venv):
+    """{"path", "pyvenv_cfg": its file_state, "distributions"} of a virtualenv; None when there is none."""
+    if not venv:
         return None
+    try:
+        info = os.stat(venv)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        return {UNREADABLE: type(exc).__name__}
+    if not stat.S_ISDIR(info.st_mode):
+        return {UNREADABLE: "not a folder"}
     return {
         "path": venv,
-        "pyvenv_cfg": file_sha256(os.path.join(venv, "pyvenv.cfg")),
+        "pyvenv_cfg": file_state(os.path.join(venv, "pyvenv.cfg")),
         "distributions": venv_distributions(dist_info_names(venv)),
     }
 
 
-def package_versions(manager: str, names: List[str]) -> Dict[str, Optional[str]]:
-    """{name: version or None} in one query; every name None when the manager's program is not on PATH."""
+def package_versions(manager: Optional[str], names: List[str]) -> Dict[str, Any]:
+    """{name: version or None} in one query of `manager` (the first found on PATH when None); every name
+    {"unreadable": why} when there is no manager or it gives no answer."""
     if not names:
         return {}
-    binary = shutil.which(PACKAGE_BINARIES[manager])
-    if binary is None:
-        return {name: None for name in names}
-    argv = package_query_argv(manager, binary, names)
+    binary = None
+    for candidate in [manager] if manager else list(PACKAGE_BINARIES):
+        binary, manager = shutil.which(PACKAGE_BINARIES[candidate]), candidate
+        if binary:
+            break
+    if binary is None or manager is None:
+        return {name: {UNREADABLE: "no package manager"} for name in names}
     try:
         done = subprocess.run(
-            argv,
+            package_query_argv(manager, binary, names),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -244,10 +267,8 @@ def package_versions(manager: str, names: List[str]) -> Dict[str, Optional[str]]
             timeout=PACKAGE_QUERY_TIMEOUT,
             check=False,
         )
-    except subprocess.TimeoutExpired:
-        raise ProbeError(f"{PACKAGE_BINARIES[manager]} did not answer in {PACKAGE_QUERY_TIMEOUT} s") from None
-    except OSError as exc:
-        raise ProbeError(f"{PACKAGE_BINARIES[manager]} cannot be run ({type(exc).__name__})") from None
+    except (subprocess.TimeoutExpired, OSError) as exc:
+        return {name: {UNREADABLE: f"{PACKAGE_BINARIES[manager]}: {type(exc).__name__}"} for name in names}
     # Both exit non-zero when a name is not installed and still list the others: the output is what counts.
     return parse_package_versions(manager, names, done.stdout.decode("utf-8", "replace"))
 
@@ -377,7 +398,7 @@ def check_spec(spec: Any) -> Dict[str, Any]:
     if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
         raise ProbeError("spec.packages.names must be a list of package names")
     manager = packages.get("manager")
-    if (names or manager is not None) and manager not in PACKAGE_BINARIES:
+    if manager is not None and manager not in PACKAGE_BINARIES:
         raise ProbeError(f"spec.packages.manager must be {' or '.join(PACKAGE_BINARIES)}, not {manager!r}")
     checked["packages"] = {"manager": manager, "names": list(names)}
 
@@ -406,10 +427,10 @@ def probe(spec: Mapping[str, Any]) -> Dict[str, Any]:
         "boot_id": boot_id(),
         "kernel": os.uname().release,
         "python": sys.version.split()[0],
-        "files": {path: file_sha256(path) for path in checked["files"]},
+        "files": {path: file_state(path) for path in checked["files"]},
         "trees": {path: tree_sha256(path) for path in checked["trees"]},
         "venv": venv_state(checked["venv"]),
-        "packages": package_versions(packages["manager"], packages["names"]) if packages["names"] else {},
+        "packages": package_versions(packages["manager"], packages["names"]),
         "present": sorted(path for path in set(checked["absent"]) if os.path.lexists(path)),
         "processes": matching_processes(processes["user"], processes["prefix"]) if processes else [],
         "disk_free": disk_free(checked["disk"]) if checked["disk"] else None,
@@ -417,120 +438,185 @@ def probe(spec: Mapping[str, Any]) -> Dict[str, Any]:
 
 
 def fingerprint(result: Mapping[str, Any]) -> Dict[str, Any]:
-    """The part of a probe's result that a recorded launch compares (not what must be absent, the processes or the
-    free disk: the launch checks those anew every time)."""
-    empty: Dict[str, Any] = {
-        "boot_id": "",
-        "kernel": "",
-        "python": "",
-        "files": {},
-        "trees": {},
-        "venv": None,
-        "packages": {},
-    }
-    return {key: result.get(key, empty[key]) for key in FINGERPRINT_KEYS}
+    """The part of a probe's result that a record keeps (not what must be absent, the processes or the free disk:
+    the launch checks those anew every time)."""
+    empty: Dict[str, Any] = {"boot_id": "", "kernel": "", "python": "", "files": {}, "trees": {}, "venv": None}
+    return {key: result.get(key, empty.get(key, {})) for key in FINGERPRINT_KEYS}
 
 
-def _path_changes(recorded: Mapping[str, Any], live: Mapping[str, Any], prefix: str) -> List[str]:
+def _unread(value: Any) -> bool:
+    return isinstance(value, Mapping) and UNREADABLE in value
+
+
+def unreadable(live: Mapping[str, Any]) -> List[str]:
+    """The parts of a fingerprint that could not be read, as "part: name (why)"."""
+    found: List[str] = []
+
+    def walk(value: Any, where: str) -> None:
+        if _unread(value):
+            found.append(f"{where} ({value[UNREADABLE]})")
+        elif isinstance(value, Mapping):
+            for key in sorted(value):
+                walk(value[key], f"{where}: {key}" if where else str(key))
+
+    # The stamps a record names say for themselves whether they hold (differences).
+    walk({key: value for key, value in live.items() if key != "stamps"}, "")
+    return found
+
+
+def _shown(items: List[str], separator: str = "; ") -> str:
+    more = len(items) - SHOWN_NAMES
+    return separator.join(items[:SHOWN_NAMES]) + (f"{separator.rstrip()} and {more} more" if more > 0 else "")
+
+
+def _path_changes(part: str, recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
     changes: List[str] = []
     for path in sorted(set(recorded) | set(live)):
-        name = prefix + path
+        name = f"{part}: {path}"
         if path not in recorded:
-            changes.append(f"{name} was not probed when the launch was recorded")
+            changes.append(f"{name} was not probed when the record was written")
         elif path not in live:
             changes.append(f"{name} is not probed now")
-        elif live[path] == UNREADABLE:
+        elif _unread(live[path]):
             # Unreadable then and now is no proof that nothing changed.
-            changes.append(f"{name} cannot be read now")
+            changes.append(f"{name} cannot be read ({live[path][UNREADABLE]})")
         elif recorded[path] == live[path]:
             continue
         elif recorded[path] is None:
-            changes.append(f"{name} appeared")
+            changes.append(f"{name} appeared" if part != "packages" else f"{name} is installed now ({live[path]})")
         elif live[path] is None:
-            changes.append(f"{name} is gone")
+            gone = f"is no longer installed (it was {recorded[path]})" if part == "packages" else "is gone"
+            changes.append(f"{name} {gone}")
+        elif part == "packages":
+            changes.append(f"{name} {recorded[path]} -> {live[path]}")
         else:
             changes.append(f"{name} changed")
     return changes
 
 
 def _venv_changes(recorded: Any, live: Any) -> List[str]:
-    if live and live.get("pyvenv_cfg") == UNREADABLE:
-        return [f"the virtualenv {live.get('path')}: pyvenv.cfg cannot be read now"]
+    if _unread(live):
+        return [f"venv: cannot be read ({live[UNREADABLE]})"]
+    if live and _unread(live.get("pyvenv_cfg")):
+        return [f"venv: {live.get('path')}: pyvenv.cfg cannot be read ({live['pyvenv_cfg'][UNREADABLE]})"]
     if recorded == live:
         return []
     path = (live or {}).get("path") or (recorded or {}).get("path")
-    name = f"the virtualenv {path}" if path else "the virtualenv"
-    if not recorded:
-        return [f"{name} appeared"]
+    if not recorded or _unread(recorded):
+        return [f"venv: {path} appeared" if not recorded else f"venv: {path} could not be read when recorded"]
     if not live:
-        return [f"{name} is gone"]
+        return [f"venv: {path} is gone"]
     changes: List[str] = []
     if recorded.get("path") != live.get("path"):
-        changes.append(f"the virtualenv {recorded.get('path')} -> {live.get('path')}")
+        changes.append(f"venv: {recorded.get('path')} -> {live.get('path')}")
     old, new = recorded.get("distributions"), live.get("distributions")
     if not isinstance(old, dict) or not isinstance(new, dict):
-        return [*changes, f"{name}: its distributions cannot be compared (not a dict)"]
+        return [*changes, f"venv: {path}: its distributions cannot be compared (not a dict)"]
     items = [f"added {key} {new[key]}" for key in sorted(set(new) - set(old))]
     items += [f"removed {key} {old[key]}" for key in sorted(set(old) - set(new))]
     items += [f"{key} {old[key]} -> {new[key]}" for key in sorted(set(old) & set(new)) if old[key] != new[key]]
     if recorded.get("pyvenv_cfg") != live.get("pyvenv_cfg"):
         items.append("pyvenv.cfg changed")
     if items:
-        shown = items[:SHOWN_NAMES] + ([f"and {len(items) - SHOWN_NAMES} more"] if len(items) > SHOWN_NAMES else [])
-        changes.append(f"{name}: {'; '.join(shown)}")
+        changes.append(f"venv: {path}: {_shown(items)}")
     return changes
 
 
-def _package_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
-    changes: List[str] = []
-    for package in sorted(set(recorded) | set(live)):
-        if package not in recorded:
-            changes.append(f"package {package} was not probed when the launch was recorded")
-        elif package not in live:
-            changes.append(f"package {package} is not probed now")
-        elif recorded[package] == live[package]:
-            continue
-        elif recorded[package] is None:
-            changes.append(f"package {package} is installed now ({live[package]})")
-        elif live[package] is None:
-            changes.append(f"package {package} is no longer installed (it was {recorded[package]})")
-        else:
-            changes.append(f"package {package} {recorded[package]} -> {live[package]}")
-    return changes
+def _part_changes(part: str, old: Any, new: Any) -> List[str]:
+    if part == "boot_id":
+        # Without a boot id a reboot cannot be seen: never take that for "unchanged".
+        return ["boot_id: cannot be read"] if not new else ["boot_id: another boot"] if old != new else []
+    if part in PATH_PARTS:
+        return _path_changes(part, old, new)
+    if part == "venv":
+        return _venv_changes(old, new)
+    if old == new:
+        return []
+    if isinstance(old, Mapping) or isinstance(new, Mapping):
+        # A part on one side only (a record of another probe) names what it holds, never its values.
+        old, new = (side if isinstance(side, Mapping) else {} for side in (old, new))
+        names = sorted(str(name) for name in set(old) | set(new) if old.get(name) != new.get(name))
+        shown = _shown(names, ", ")
+        # A named stamp that no longer holds says why, as its own role would.
+        unheld = unheld_stamps({name: new.get(name) for name in names}) if part == "stamps" else []
+        return [f"{part}: {shown}" + (f" ({'; '.join(unheld)})" if unheld else "")]
+    return [f"{part}: {old or 'unknown'} -> {new or 'unknown'}"]
 
 
-def differences(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
-    """What differs between a recorded fingerprint and the live one, as sentences that name what changed (a
-    file, a folder, a distribution, a package) and never a file's contents; [] when they are the same."""
+def unheld_stamps(stamps: Mapping[str, Any]) -> List[str]:
+    """Sentences for the stamps a record names (its fingerprint's `stamps`: {role: {"holds", "reason"}}) that do
+    not hold, by role and reason."""
+    problems = []
+    for role, state in sorted(stamps.items()):
+        state = state if isinstance(state, Mapping) else {}
+        if state.get("holds") is not True:
+            problems.append(f"the stamp of {role} does not hold ({state.get('reason') or 'no reason given'})")
+    return problems
+
+
+def differences(recorded: Any, live: Any) -> List[str]:
+    """What differs between a recorded fingerprint and the live one, as "part: what" sentences that name a file, a
+    folder, a distribution or a package and never a file's contents; [] when they are the same. What cannot be read
+    is always a difference."""
     for side, value in (("recorded", recorded), ("live", live)):
         if not isinstance(value, Mapping):
             return [f"the {side} fingerprint cannot be compared (not a dict)"]
-    old, new = fingerprint(recorded), fingerprint(live)
+    old, new = dict(recorded), dict(live)
     changes: List[str] = []
     # A damaged record (or result) must never read as "unchanged": a part of the wrong type is a difference.
-    for part, kinds in (("files", (dict,)), ("trees", (dict,)), ("packages", (dict,)), ("venv", (dict, type(None)))):
+    for part in (*PATH_PARTS, "venv"):
         for side, value in (("recorded", old), ("live", new)):
-            if not isinstance(value[part], kinds):
+            if part in value and not isinstance(value[part], dict) and not (part == "venv" and value[part] is None):
                 changes.append(f"the {side} {part} cannot be compared (not a dict)")
                 old[part] = new[part] = None if part == "venv" else {}
-    if not new["boot_id"]:
-        # Without a boot id a reboot cannot be seen: never take that for "unchanged".
-        changes.append("the node's boot id cannot be read")
-    elif old["boot_id"] != new["boot_id"]:
-        changes.append("the node rebooted (another boot id)")
-    if old["kernel"] != new["kernel"]:
-        changes.append(f"the kernel ({old['kernel'] or 'unknown'} -> {new['kernel'] or 'unknown'})")
-    if old["python"] != new["python"]:
-        # The training Python upgraded in place: pyvenv.cfg still names the version the virtualenv was made with.
-        changes.append(f"the Python ({old['python'] or 'unknown'} -> {new['python'] or 'unknown'})")
-    changes += _path_changes(old["files"], new["files"], "")
-    changes += _path_changes(old["trees"], new["trees"], "the tree ")
-    changes += _venv_changes(old["venv"], new["venv"])
-    changes += _package_changes(old["packages"], new["packages"])
+    known = [part for part in FINGERPRINT_KEYS if part in old or part in new]
+    for part in known + sorted((set(old) | set(new)) - set(known)):
+        empty = {} if part in PATH_PARTS else None
+        changes += _part_changes(part, old.get(part, empty), new.get(part, empty))
     if not changes:
         # What the sentences above do not see (a key of its own in a part): still a difference.
-        changes = [f"the {part} differs" for part in FINGERPRINT_KEYS if old[part] != new[part]]
+        changes = [f"{part}: differs" for part in sorted(set(old) | set(new)) if old.get(part) != new.get(part)]
     return changes
+
+
+def decide(
+    record: Optional[Mapping[str, Any]],
+    inputs: str,
+    live: Optional[Mapping[str, Any]],
+    boot_id: Optional[str],
+    force: bool = False,
+    now: Optional[float] = None,
+) -> Tuple[bool, str]:
+    """(holds, reason): the one decision over every record of the collection.
+
+    `record` holds "inputs_hash", "boot_id", "fingerprint" and "time" (None: there is no usable record). It holds
+    only when it is of these `inputs`, from this boot, and `live` (the fingerprint taken now) is readable and equal
+    to its own. `boot_id` None: the record is of no one node (the smoke test's, whose inputs hash every node's boot
+    id). No clock decides: `now` only says, in the reason, how old the record is.
+    """
+    if force:
+        return False, "a full run was asked for (node_stamp_force)"
+    if record is None:
+        return False, "no stamp of an earlier run"
+    if record.get("inputs_hash") != inputs:
+        return False, "the role's inputs changed (collection version or code, role files or variables)"
+    if boot_id is not None and not boot_id:
+        return False, "the node's boot id cannot be read"
+    if boot_id is not None and record.get("boot_id") != boot_id:
+        return False, "the node rebooted since the stamp was written"
+    if not isinstance(live, Mapping):
+        return False, "the node could not be fingerprinted"
+    unread = unreadable(live)
+    if unread:
+        # What cannot be read cannot be compared: equal to itself, it would let a changed node skip.
+        return False, "the node could not be fingerprinted: " + "; ".join(unread)
+    changes = differences(record.get("fingerprint"), live)
+    if changes:
+        return False, "the node changed since the stamp: " + "; ".join(changes)
+    written = record.get("time")
+    if now is None or isinstance(written, bool) or not isinstance(written, (int, float)):
+        return True, "the node is as the stamp found it"
+    return True, f"the node is as the stamp of {max(int(now - written), 0)} s ago found it"
 
 
 def main(argv: List[str]) -> int:

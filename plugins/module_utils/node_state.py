@@ -1,17 +1,13 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node state stamp: a live fingerprint of what a node role produced, and whether its stamp still holds.
+"""The node role's record (a stamp): its format, its file name, and the hash of a role's inputs.
 
 A node role writes a stamp (JSON) after its checks passed: the hash of its inputs, what it probed on the node
-(`probe`: the distro packages, the virtualenv, the files, the AMX probe), the live fingerprint of that probe, the
-boot id, the time and the facts it published. On the next run the module reads the stamp, takes the same probe
-again and `decide` says whether the role may be skipped: only when the stamp is intact, from this boot, for the
-same inputs and with the same fingerprint (no clock decides).
-
-Standard library only, Python 3.8+ (this runs on the nodes); the reading of the node lives in the module. The
-package and virtualenv helpers live in module_utils.node_probe (the one-step launch's probe, shared with it) and
-are exported from here as before.
+(`probe`: the distro packages, the virtualenv, the files, the AMX probe, other roles' stamps), the live fingerprint
+of that probe (module_utils.node_probe, the one probe language), the boot id, the time and the facts it published.
+On the next run the module reads the stamp, takes the same probe again and node_probe.decide says whether the role
+may be skipped. Standard library only, Python 3.8+ (this runs on the nodes).
 """
 
 from __future__ import annotations
@@ -19,49 +15,36 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Dict, List, Mapping, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional
 
-from ansible_collections.amx.cluster.plugins.module_utils.node_probe import (
-    ProbeError,
-    canonical_distribution,
-    package_query_argv,
-    parse_package_versions,
-    venv_distributions,
-)
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import ProbeError
 
 __all__ = [
     "AMX_KEYS",
     "PROBE_KEYS",
     "STAMP_FORMAT",
     "STAMP_KEYS",
-    "UNREADABLE",
     "StampError",
     "amx_fingerprint",
     "build_stamp",
-    "canonical_distribution",
     "canonical_json",
     "check_named_stamps",
     "check_probe",
-    "decide",
-    "fingerprint_changes",
     "inputs_hash",
-    "named_stamp_problems",
-    "package_query_argv",
     "parse_boot_id",
-    "parse_package_versions",
     "parse_stamp",
+    "probe_spec",
     "record_name",
     "records_to_remove",
     "same_record",
     "sha256_text",
     "stamp_digest",
     "stamp_text",
-    "unfingerprinted",
-    "venv_distributions",
     "version_from_galaxy",
 ]
 
-STAMP_FORMAT = 1
+# 2: the fingerprint is node_probe's (a stamp of format 1 is not trusted: the role runs in full once).
+STAMP_FORMAT = 2
 # The keys of a probe, and what each one names on the node.
 PROBE_KEYS = ("packages", "venv", "manifest", "files", "amx", "stamps")
 # What a probe's `stamps` gives each stamp it names (the stamps of the node roles, in the provision stamp).
@@ -79,15 +62,11 @@ AMX_KEYS = (
     "amx_reason",
 )
 STAMP_KEYS = ("format", "role", "inputs_hash", "probe", "fingerprint", "boot_id", "time", "facts", "node_facts")
-# What the node side puts where it could not read a part of the probe (a FIFO, a folder where a file is expected, a
-# path it cannot look at): {"unreadable": why}. Such a fingerprint never lets a role skip.
-UNREADABLE = "unreadable"
 # Records kept per role, each under its inputs: two checkouts or controllers with other inputs keep their own.
 RECORDS_KEPT = 4
 
 
-# A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents. One class
-# with the probe's: the package helpers that node_probe holds raise it.
+# A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents.
 StampError = ProbeError
 
 
@@ -175,6 +154,13 @@ def check_probe(probe: Any) -> Dict[str, Any]:
     checked["amx"] = amx
     checked["stamps"] = check_named_stamps(probe.get("stamps") or {})
     return checked
+
+
+def probe_spec(probe: Mapping[str, Any]) -> Dict[str, Any]:
+    """node_probe's spec for a stamp's checked probe (the manifest is one more file; `amx` and `stamps` are read by
+    the module)."""
+    files = probe["files"] + ([probe["manifest"]] if probe["manifest"] else [])
+    return {"files": sorted(set(files)), "venv": probe["venv"], "packages": {"names": probe["packages"]}}
 
 
 def check_named_stamps(stamps: Any) -> Dict[str, Dict[str, Any]]:
@@ -280,85 +266,3 @@ def records_to_remove(role: str, entries: Mapping[str, float], keep: int = RECOR
     pattern = re.compile(re.escape(role) + r"\.[0-9a-f]{16}\.json\Z")
     records = sorted((name for name in entries if pattern.match(name)), key=lambda name: (-entries[name], name))
     return records[max(keep, 0) :]
-
-
-def unfingerprinted(fingerprint: Mapping[str, Any]) -> List[str]:
-    """The parts of a live fingerprint that could not be read (the {"unreadable": why} of the node side), by name."""
-    found: List[str] = []
-
-    def walk(value: Any, where: str) -> None:
-        if isinstance(value, Mapping):
-            if UNREADABLE in value:
-                found.append(f"{where} ({value[UNREADABLE]})")
-                return
-            for key in sorted(value):
-                walk(value[key], f"{where}: {key}" if where else str(key))
-
-    # The named stamps say for themselves whether they hold (fingerprint_changes).
-    walk({key: value for key, value in fingerprint.items() if key != "stamps"}, "")
-    return found
-
-
-def fingerprint_changes(recorded: Mapping[str, Any], live: Mapping[str, Any]) -> List[str]:
-    """What differs between two fingerprints, by name (a package, a distribution, a file), never by content."""
-    changes: List[str] = []
-    for part in sorted(set(recorded) | set(live)):
-        old, new = recorded.get(part), live.get(part)
-        if old == new:
-            continue
-        if isinstance(old, dict) and isinstance(new, dict) and part != "amx":
-            names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
-            shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-            # A named stamp that no longer holds says why, as its own role would.
-            unheld = named_stamp_problems({name: new.get(name) for name in names}) if part == "stamps" else []
-            changes.append(f"{part}: {shown}" + (f" ({'; '.join(unheld)})" if unheld else ""))
-        elif isinstance(old, dict) and isinstance(new, dict):
-            names = sorted(name for name in set(old) | set(new) if old.get(name) != new.get(name))
-            changes.append(f"{part}: {', '.join(names)}")
-        else:
-            changes.append(part)
-    return changes
-
-
-def named_stamp_problems(stamps: Mapping[str, Any]) -> List[str]:
-    """Sentences for the named stamps (a fingerprint's `stamps` part) that do not hold, by role and reason."""
-    problems = []
-    for role, state in sorted(stamps.items()):
-        state = state if isinstance(state, Mapping) else {}
-        if state.get("holds") is not True:
-            problems.append(f"the stamp of {role} does not hold ({state.get('reason') or 'no reason given'})")
-    return problems
-
-
-def decide(
-    stamp: Optional[Mapping[str, Any]],
-    inputs: str,
-    live_fingerprint: Optional[Mapping[str, Any]],
-    boot_id: str,
-    now: float,
-    force: bool = False,
-) -> Tuple[bool, str]:
-    """(skip, reason): skip only for an intact stamp of these inputs, from this boot, with this fingerprint.
-
-    `stamp` is what parse_stamp returned (None: no usable stamp). The reason says why the role runs in full, or
-    how old the stamp it trusts is. No clock decides: a record holds as long as its fingerprint does.
-    """
-    if force:
-        return False, "a full run was asked for (node_stamp_force)"
-    if stamp is None:
-        return False, "no stamp of an earlier run"
-    if stamp["inputs_hash"] != inputs:
-        return False, "the role's inputs changed (collection version or code, role files or variables)"
-    if stamp["boot_id"] != boot_id:
-        return False, "the node rebooted since the stamp was written"
-    age = now - stamp["time"]
-    if live_fingerprint is None:
-        return False, "the node could not be fingerprinted"
-    unread = unfingerprinted(live_fingerprint)
-    if unread:
-        # What cannot be read cannot be compared: equal to itself, it would let a changed node skip.
-        return False, "the node could not be fingerprinted: " + "; ".join(unread)
-    changes = fingerprint_changes(stamp["fingerprint"], live_fingerprint)
-    if changes:
-        return False, "the node changed since the stamp: " + "; ".join(changes)
-    return True, f"the node is as the stamp of {max(int(age), 0)} s ago found it"

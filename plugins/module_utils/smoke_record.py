@@ -21,6 +21,8 @@ import math
 import re
 from typing import Any, Dict, Mapping, Optional, Union
 
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import decide
+
 __all__ = ["RECORD_VERSION", "parse_checksums", "smoke_fingerprint", "smoke_record", "smoke_test_due"]
 
 RECORD_VERSION = 1
@@ -182,7 +184,10 @@ def smoke_test_due(
             "reason": f"the last smoke test is {age:.0f} s old, more than train_smoke_test_max_age ({max_age:g} s)",
             "age": age,
         }
-    if found["fingerprint"] != fingerprint:
+    # The one decision of every record: the smoke test's inputs are its fingerprint, which holds every node's boot id
+    # (so no one node's boot id is compared apart); its age above is its own.
+    held, _why = decide({"inputs_hash": found["fingerprint"], "fingerprint": {}}, fingerprint, {}, None)
+    if not held:
         return {
             "run": True,
             "reason": "the cluster changed since the last smoke test (another fingerprint)",

@@ -358,7 +358,7 @@ def check_plan(params, plan_path, check_mode):
     }
     ssh_options = plan["job"].get("ssh_options") or []
     answers = probe_nodes(nodes, specs, ssh_options, user, params["timeout"])
-    changes = node_changes(nodes, answers, node_probe.differences)
+    changes = node_changes(plan, answers)
     if changes:
         shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
         return {"ready": False, "reason": shown}

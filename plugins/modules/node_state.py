@@ -14,11 +14,12 @@ description:
   - In one call, reads the stamp that a node role (M(amx.cluster.node_state) with O(write=true)) left after its
     checks passed, takes the live fingerprint of what that stamp's probe names and says whether the role may skip
     its steps (RV(skip)) and why (RV(reason)).
-  - "The fingerprint holds what the probe asks for: the versions of distro packages (one C(dpkg-query) or C(rpm)
-    call), the distributions of a virtualenv (the names of its C(*.dist-info) folders, and the hash of its
-    C(pyvenv.cfg)), the hash of a manifest file, the hash, mode and owner of files (a symlink by its target, never
-    followed), and the AMX probe (the facts of M(amx.cluster.cpu_facts) that say whether AMX is usable, from
-    C(/proc/cpuinfo), the kernel release, the CPU affinity and the C(arch_prctl) probe)."
+  - "The fingerprint is the collection's one node probe (module_utils C(node_probe), which the launch check takes
+    too): the kernel release always, and what the probe asks for: the versions of distro packages
+    (one C(dpkg-query) or C(rpm) call), a virtualenv (the names of its C(*.dist-info) folders, and its C(pyvenv.cfg)),
+    the hash, mode and owner of files and of the manifest (a symlink by its target, never followed), and the AMX probe
+    (the facts of M(amx.cluster.cpu_facts) that say whether AMX is usable, from C(/proc/cpuinfo), the kernel release,
+    the CPU affinity and the C(arch_prctl) probe)."
   - What cannot be read (a FIFO, a device or a folder where a file is expected, a path that gives an error, no
     package manager) is never opened nor taken as unchanged; the role runs in full.
   - A role keeps one stamp per inputs hash (O(stamp_dir)/O(role).<16 hex digits>.json, the newest 4), so that two
@@ -193,134 +194,59 @@ disk_free_bytes:
 """
 
 # Ansible modules import after their documentation (validate-modules checks it).
-import hashlib
+import contextlib
 import os
 import re
-import stat
 import time
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.amx.cluster.plugins.module_utils import node_probe
 from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import (
     CpuInfoError,
     gather_cpu_facts,
     probe_amx,
 )
 from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
-from ansible_collections.amx.cluster.plugins.module_utils.node_probe import dist_info_names
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
-    UNREADABLE,
     StampError,
     amx_fingerprint,
     build_stamp,
     check_probe,
-    decide,
-    named_stamp_problems,
-    package_query_argv,
     parse_boot_id,
-    parse_package_versions,
     parse_stamp,
+    probe_spec,
     record_name,
     records_to_remove,
     same_record,
     stamp_text,
-    venv_distributions,
 )
-import contextlib
 
-BOOT_ID = "/proc/sys/kernel/random/boot_id"
 CPUINFO = "/proc/cpuinfo"
-C_LOCALE = {"LC_ALL": "C", "LANG": "C", "LANGUAGE": "C"}
 ROLE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-def file_state(path):
-    """{sha256, mode, uid} of a regular file, None when it is missing, {"link": target} for a symlink (never
-    followed: a role that depends on the file behind it names that file too), {"unreadable": why} for anything
-    else (a FIFO, a device or a folder is never opened; an error while reading)."""
-    try:
-        info = os.lstat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-    except OSError as exc:
-        return {UNREADABLE: type(exc).__name__}
-    if stat.S_ISLNK(info.st_mode):
-        try:
-            return {"link": os.readlink(path)}
-        except OSError as exc:
-            return {UNREADABLE: type(exc).__name__}
-    if not stat.S_ISREG(info.st_mode):
-        return {UNREADABLE: "not a regular file"}
-    try:
-        # No following and no waiting: the path may have become a link or a FIFO since the lstat.
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                return {UNREADABLE: "not a regular file"}
-            digest = hashlib.sha256()
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        return {UNREADABLE: type(exc).__name__}
-    return {"sha256": digest.hexdigest(), "mode": f"{stat.S_IMODE(info.st_mode):04o}", "uid": info.st_uid}
-
-
-def package_versions(module, names):
-    if not names:
-        return {}
-    for manager, binary_name in (("dpkg", "dpkg-query"), ("rpm", "rpm")):
-        binary = module.get_bin_path(binary_name)
-        if binary:
-            _rc, out, _err = module.run_command(package_query_argv(manager, binary, names), environ_update=C_LOCALE)
-            return parse_package_versions(manager, names, out)
-    return {name: {UNREADABLE: "no package manager"} for name in names}
-
-
-def venv_state(path):
-    try:
-        info = os.stat(path)
-    except (FileNotFoundError, NotADirectoryError):
-        info = None
-    except OSError as exc:
-        return {UNREADABLE: type(exc).__name__}
-    if info is not None and not stat.S_ISDIR(info.st_mode):
-        return {UNREADABLE: "not a folder"}
-    return {
-        "distributions": venv_distributions(dist_info_names(path)),
-        "pyvenv_cfg": file_state(os.path.join(path, "pyvenv.cfg")),
-    }
-
-
-def read_allowed_cpus():
-    getaffinity = getattr(os, "sched_getaffinity", None)
-    if getaffinity is None:
-        return None
-    try:
-        return sorted(getaffinity(0))
-    except OSError:
-        return None
-
-
 def amx_state():
-    """The facts of module_utils.cpu_info (as cpu_facts computes them, lscpu aside) that decide AMX."""
+    """The facts of module_utils.cpu_info (as cpu_facts computes them, lscpu aside) that decide AMX: cpu_info is
+    not standard library only, so node_probe (sent as it is to the workers) cannot read them."""
     try:
         with open(CPUINFO) as handle:
             cpuinfo = handle.read()
         uname = os.uname()
+        getaffinity = getattr(os, "sched_getaffinity", None)
         facts = gather_cpu_facts(
             cpuinfo,
             None,
             machine=uname.machine,
             kernel_release=uname.release,
             probe=probe_amx(uname.machine),
-            allowed_cpus=read_allowed_cpus(),
+            allowed_cpus=sorted(getaffinity(0)) if getaffinity else None,
         )
     except (OSError, CpuInfoError) as exc:
-        return {UNREADABLE: type(exc).__name__}
+        return {node_probe.UNREADABLE: type(exc).__name__}
     return amx_fingerprint(facts)
 
 
-def named_stamps_state(module, stamp_dir, stamps, boot_id, now):
+def named_stamps_state(stamp_dir, stamps, boot_id, now):
     """{role: {"holds": true, "digest"} | {"holds": false, "reason"}} for the stamps a probe names: each read and
     decided as its own role decides it (its inputs hash as the probe gives it)."""
     state = {}
@@ -331,26 +257,21 @@ def named_stamps_state(module, stamp_dir, stamps, boot_id, now):
         if stamp is None:
             state[role] = {"holds": False, "reason": why}
             continue
-        live = fingerprint(module, stamp["probe"], stamp_dir, boot_id, now)
-        holds, why = decide(stamp, want["inputs_hash"], live, boot_id, now)
+        live = fingerprint(stamp["probe"], stamp_dir, boot_id, now)
+        holds, why = node_probe.decide(stamp, want["inputs_hash"], live, boot_id, now=now)
         state[role] = {"holds": True, "digest": stamp["digest"]} if holds else {"holds": False, "reason": why}
     return state
 
 
-def fingerprint(module, probe, stamp_dir, boot_id, now):
-    live = {}
-    if probe["packages"]:
-        live["packages"] = package_versions(module, probe["packages"])
-    if probe["venv"]:
-        live["venv"] = venv_state(probe["venv"])
-    if probe["manifest"]:
-        live["manifest"] = file_state(probe["manifest"])
-    if probe["files"]:
-        live["files"] = {path: file_state(path) for path in probe["files"]}
+def fingerprint(probe, stamp_dir, boot_id, now):
+    """node_probe's fingerprint of a stamp's probe, with the AMX facts and the stamps it names."""
+    live = node_probe.fingerprint(node_probe.probe(probe_spec(probe)))
+    # This module's Python is Ansible's interpreter, not a role's: the virtualenv's own is in its pyvenv.cfg.
+    live.pop("python")
     if probe["amx"]:
         live["amx"] = amx_state()
     if probe["stamps"]:
-        live["stamps"] = named_stamps_state(module, stamp_dir, probe["stamps"], boot_id, now)
+        live["stamps"] = named_stamps_state(stamp_dir, probe["stamps"], boot_id, now)
     return live
 
 
@@ -397,31 +318,19 @@ def write_stamp(directory, path, text, role):
             os.unlink(os.path.join(directory, name))
 
 
-def disk_free(path):
-    try:
-        info = os.statvfs(path)
-    except OSError:
-        return None
-    return info.f_bavail * info.f_frsize
-
-
 class NodeStateError(Exception):
     """What stops the module, said so that a person can act on it."""
 
 
-def run(module, params, check_mode):
-    """The module's result for its parameters: read and decide, or write (not in check mode) the stamp.
-
-    `module` answers get_bin_path and run_command for the package query (only a probe with packages needs it).
-    """
+def run(params, check_mode):
+    """The module's result for its parameters: read and decide, or write (not in check mode) the stamp."""
     role = params["role"]
     if not ROLE_NAME.match(role):
         raise NodeStateError(f"role '{role}' is not a role name (lower case letters, digits and _)")
     path = os.path.join(params["stamp_dir"], record_name(role, params["inputs_hash"]))
     try:
-        with open(BOOT_ID) as handle:
-            boot_id = parse_boot_id(handle.read())
-    except (OSError, StampError) as exc:
+        boot_id = parse_boot_id(node_probe.boot_id())
+    except StampError as exc:
         raise NodeStateError(f"cannot read the boot id of this node ({exc}); it needs Linux with /proc") from None
     result = dict(
         changed=False,
@@ -430,7 +339,7 @@ def run(module, params, check_mode):
         boot_id=boot_id,
         facts={},
         stamp_path=path,
-        disk_free_bytes=disk_free(params["disk_path"]),
+        disk_free_bytes=node_probe.disk_free(params["disk_path"]),
     )
 
     if params["write"]:
@@ -439,8 +348,8 @@ def run(module, params, check_mode):
         except StampError as exc:
             raise NodeStateError(f"the probe of role {role} is wrong: {exc}") from None
         now = time.time()
-        live = fingerprint(module, probe, params["stamp_dir"], boot_id, now)
-        unheld = named_stamp_problems(live.get("stamps") or {})
+        live = fingerprint(probe, params["stamp_dir"], boot_id, now)
+        unheld = node_probe.unheld_stamps(live.get("stamps") or {})
         if unheld:
             # A record that rests on stamps that do not hold would let the next run skip what must run.
             result.update(reason="no stamp written: " + "; ".join(unheld), fingerprint=live)
@@ -465,11 +374,11 @@ def run(module, params, check_mode):
 
     now = time.time()
     stamp, why = read_stamp(params["stamp_dir"], role, params["inputs_hash"])
-    live = fingerprint(module, stamp["probe"], params["stamp_dir"], boot_id, now) if stamp is not None else None
+    live = fingerprint(stamp["probe"], params["stamp_dir"], boot_id, now) if stamp is not None else None
     if stamp is None and not params["force"]:
         skip, reason = False, why
     else:
-        skip, reason = decide(stamp, params["inputs_hash"], live, boot_id, now, params["force"])
+        skip, reason = node_probe.decide(stamp, params["inputs_hash"], live, boot_id, params["force"], now)
     result.update(skip=skip, reason=reason, fingerprint=live or {})
     if skip:
         result["facts"] = stamp["facts"]
@@ -504,7 +413,7 @@ def main():
         supports_check_mode=True,
     )
     try:
-        result = run(module, module.params, module.check_mode)
+        result = run(module.params, module.check_mode)
     except NodeStateError as exc:
         module.fail_json(msg=f"node_state: {exc}")
     module.exit_json(**result)

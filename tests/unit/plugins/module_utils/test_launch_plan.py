@@ -55,7 +55,7 @@ def launch_inputs(run_dir: str, run_id: str) -> dict:
 
 def plan(**changes) -> dict:
     base = {
-        "version": 2,
+        "version": 3,
         "inputs": INPUTS,
         "written": 1000.0,
         "user": {"name": "mlops", "uid": 1001, "gid": 1001, "home": "/home/mlops"},
@@ -146,7 +146,7 @@ def test_a_plan_reads_back():
     [
         (lambda text: text.replace('"written": 1000.0', '"written": 999999.0', 1), "digest"),
         # A plan of 0.1.0 (version 1, with a maximum age) is not read: the full path writes a new one.
-        (lambda text: text.replace('"version": 2', '"version": 1'), "another version"),
+        (lambda text: text.replace('"version": 3', '"version": 2'), "another version"),
         (lambda text: text[:-10], "not JSON"),
         (lambda text: "[]", "not a JSON object"),
     ],
@@ -205,41 +205,47 @@ def test_plan_survives_only_a_job_that_passed(job, keep, reason):
     assert reason in why
 
 
-def differences(recorded, live):
-    return [f"{key} differs" for key in ("boot_id",) if recorded.get(key) != live.get(key)]
-
-
-NODES = [
-    {"alias": "localhost", "name": "spr-a01", "fingerprint": {"boot_id": "1"}},
-    {"alias": "node1", "name": "spr-b17", "fingerprint": {"boot_id": "2"}},
-]
+FINGERPRINT = {"boot_id": "1", "kernel": "6.8.0", "python": "3.11.2", "files": {}, "trees": {}, "venv": None}
+PLAN = {
+    "inputs": "e" * 64,
+    "nodes": [
+        {"alias": "localhost", "name": "spr-a01", "fingerprint": {**FINGERPRINT, "packages": {}}},
+        {"alias": "node1", "name": "spr-b17", "fingerprint": {**FINGERPRINT, "boot_id": "2", "packages": {}}},
+    ],
+}
 
 
 def answer(**result):
-    return {"ok": True, "result": dict({"boot_id": "1"}, **result)}
+    return {"ok": True, "result": {**FINGERPRINT, "packages": {}, "present": [], "processes": [], **result}}
 
 
 def test_nodes_as_they_were_have_no_changes():
     answers = {"spr-a01": answer(), "spr-b17": answer(boot_id="2")}
-    assert node_changes(NODES, answers, differences) == []
+    assert node_changes(PLAN, answers) == []
 
 
 def test_every_kind_of_change_is_named_with_its_node():
     answers = {
-        "spr-a01": answer(present=[RUN_DIR], processes=["1 a", "2 b", "3 c", "4 d"]),
+        "spr-a01": answer(present=[RUN_DIR], processes=["1 a", "2 b", "3 c", "4 d"], kernel="6.9.0"),
         "spr-b17": answer(boot_id="9"),
     }
-    assert node_changes(NODES, answers, differences) == [
+    assert node_changes(PLAN, answers) == [
+        "spr-a01: the node changed since the stamp: kernel: 6.8.0 -> 6.9.0",
         f"spr-a01: {RUN_DIR} is there already (the full path follows, resumes or refuses that run)",
         "spr-a01: processes of an earlier run are running (1 a | 2 b | 3 c and 1 more)",
-        "spr-b17: boot_id differs",
+        "spr-b17: the node rebooted since the stamp was written",
     ]
 
 
-def test_a_node_that_does_not_answer_is_named():
+def test_a_node_that_does_not_answer_or_cannot_be_read_is_named():
     answers = {"spr-a01": answer(), "spr-b17": {"ok": False, "error": "rc 255: Connection refused"}}
-    assert node_changes(NODES, answers, differences) == ["spr-b17: the probe failed (rc 255: Connection refused)"]
-    assert node_changes(NODES, {"spr-a01": answer()}, differences) == ["spr-b17: the probe failed (no answer)"]
+    assert node_changes(PLAN, answers) == ["spr-b17: the probe failed (rc 255: Connection refused)"]
+    assert node_changes(PLAN, {"spr-a01": answer()}) == ["spr-b17: the probe failed (no answer)"]
+    unread = {"spr-a01": answer(boot_id=""), "spr-b17": answer(boot_id="2", files={"/x": {"unreadable": "EACCES"}})}
+    assert node_changes(PLAN, unread) == [
+        "spr-a01: the node's boot id cannot be read",
+        "spr-b17: the node could not be fingerprinted: files: /x (EACCES)",
+    ]
 
 
 def test_run_record_has_the_full_paths_shape():

@@ -19,6 +19,7 @@ import uuid
 import pytest
 
 from ansible_collections.amx.cluster.plugins.module_utils import node_probe as np
+from ansible_collections.amx.cluster.plugins.module_utils import node_state
 
 SOURCE = pathlib.Path(np.__file__)
 HASH = "a" * 64
@@ -56,30 +57,34 @@ def test_parses_as_python_3_8():
 
 def _regular(tmp):
     (tmp / "f").write_bytes(b"key one\n")
-    return tmp / "f", sha(b"key one\n")
+    os.chmod(tmp / "f", 0o640)
+    return tmp / "f", {"sha256": sha(b"key one\n"), "mode": "0640", "uid": os.getuid()}
 
 
 def _symlink(tmp):
     (tmp / "target").write_bytes(b"hosts\n")
     (tmp / "link").symlink_to(tmp / "target")
-    return tmp / "link", sha(b"hosts\n")
+    return tmp / "link", {"link": str(tmp / "target")}
 
 
 def _dangling(tmp):
     (tmp / "dangling").symlink_to(tmp / "nothing")
-    return tmp / "dangling", None
+    return tmp / "dangling", {"link": str(tmp / "nothing")}
+
+
+NOT_REGULAR = {np.UNREADABLE: "not a regular file"}
 
 
 @pytest.mark.parametrize(
     "make",
     [
-        pytest.param(_regular, id="regular file: its sha256"),
-        pytest.param(_symlink, id="symlink: the target's sha256"),
+        pytest.param(_regular, id="regular file: its sha256, mode and owner"),
+        pytest.param(_symlink, id="symlink: its target's path, never the file behind it"),
         pytest.param(lambda tmp: (tmp / "missing", None), id="absent: None"),
-        pytest.param(_dangling, id="dangling symlink: None"),
+        pytest.param(_dangling, id="dangling symlink: its target's path"),
         pytest.param(lambda tmp: (_regular(tmp)[0] / "below", None), id="below a file: None"),
-        pytest.param(lambda tmp: (tmp, np.UNREADABLE), id="a folder: unreadable"),
-        pytest.param(lambda tmp: (pathlib.Path("/dev/null"), np.UNREADABLE), id="a device: unreadable"),
+        pytest.param(lambda tmp: (tmp, NOT_REGULAR), id="a folder: unreadable"),
+        pytest.param(lambda tmp: (pathlib.Path("/dev/null"), NOT_REGULAR), id="a device: unreadable"),
     ],
 )
 def test_files(tmp_path, make):
@@ -91,7 +96,7 @@ def test_a_fifo_is_unreadable_and_does_not_block(tmp_path):
     os.mkfifo(tmp_path / "fifo")
     # In a process of its own: were the probe to block on the FIFO, the time-out fails the test instead.
     done = run_probe("stdin", [json.dumps({"files": [str(tmp_path / "fifo")]})], tmp_path, timeout=60)
-    assert json.loads(done.stdout)["result"]["files"] == {str(tmp_path / "fifo"): np.UNREADABLE}
+    assert json.loads(done.stdout)["result"]["files"] == {str(tmp_path / "fifo"): NOT_REGULAR}
 
 
 def _tree(tmp):
@@ -156,9 +161,9 @@ def test_tree_changes(tmp_path, change, differs):
     after = np.probe({"trees": [str(top)]})
     assert (before["trees"] != after["trees"]) is differs
     if differs:
-        assert np.differences(before, after) == [f"the tree {top} changed"]
+        assert np.differences(np.fingerprint(before), np.fingerprint(after)) == [f"trees: {top} changed"]
     else:
-        assert np.differences(before, after) == []
+        assert np.differences(np.fingerprint(before), np.fingerprint(after)) == []
 
 
 @pytest.mark.parametrize(
@@ -177,16 +182,23 @@ def test_a_tree_with_what_cannot_be_fingerprinted_is_unreadable_and_always_a_cha
     # In a child with a deadline: a FIFO is never opened, so nothing waits on a writer.
     done = run_probe("stdin", [json.dumps({"trees": [str(top)]})], tmp_path, timeout=60)
     found = json.loads(done.stdout)["result"]["trees"]
-    assert found == {str(top): np.UNREADABLE}
+    assert found == {str(top): TREE_UNREADABLE}
     # Unreadable then and now is no proof that nothing changed.
-    before = after = np.probe({"trees": [str(top)]})
-    assert np.differences(before, after) == [f"the tree {top} cannot be read now"]
+    before = after = np.fingerprint(np.probe({"trees": [str(top)]}))
+    why = TREE_UNREADABLE[np.UNREADABLE]
+    assert np.differences(before, after) == [f"trees: {top} cannot be read ({why})"]
+
+
+TREE_UNREADABLE = {np.UNREADABLE: "it holds an entry that cannot be fingerprinted"}
 
 
 def test_tree_absent_or_not_a_folder(tmp_path):
     (tmp_path / "file").write_text("x")
     spec = {"trees": [str(tmp_path / "missing"), str(tmp_path / "file")]}
-    assert np.probe(spec)["trees"] == {str(tmp_path / "missing"): None, str(tmp_path / "file"): np.UNREADABLE}
+    assert np.probe(spec)["trees"] == {
+        str(tmp_path / "missing"): None,
+        str(tmp_path / "file"): {np.UNREADABLE: "not a folder"},
+    }
 
 
 def test_tree_non_utf8_names_are_hashed(tmp_path):
@@ -210,7 +222,7 @@ def test_venv(tmp_path, name):
     venv = _venv(tmp_path, name)
     assert np.probe({"venv": str(venv)})["venv"] == {
         "path": str(venv),
-        "pyvenv_cfg": sha(b"home = /usr/bin\n"),
+        "pyvenv_cfg": {"sha256": sha(b"home = /usr/bin\n"), "mode": "0644", "uid": os.getuid()},
         "distributions": {"torch": "2.13.0+cpu", "jinja2": "3.1.4"},
     }
     (venv / "pyvenv.cfg").unlink()
@@ -279,12 +291,18 @@ def test_dpkg_packages():
     }
 
 
-@pytest.mark.parametrize("manager", ["dpkg", "rpm"])
-def test_a_manager_missing_from_path_gives_none_for_every_name(tmp_path, monkeypatch, manager):
-    # A real PATH without the manager's program (an empty folder), not a mock.
+@pytest.mark.parametrize("manager", ["dpkg", "rpm", None])
+def test_no_package_manager_is_unreadable_for_every_name(tmp_path, monkeypatch, manager):
+    # A real PATH without the manager's program (an empty folder), not a mock: never taken as "not installed".
     monkeypatch.setenv("PATH", str(tmp_path))
     result = np.probe({"packages": {"manager": manager, "names": ["bash", "libc6"]}})
-    assert result["packages"] == {"bash": None, "libc6": None}
+    unread = {np.UNREADABLE: "no package manager"}
+    assert result["packages"] == {"bash": unread, "libc6": unread}
+
+
+@pytest.mark.skipif(shutil.which("dpkg-query") is None, reason="no dpkg-query: not a Debian-family machine")
+def test_without_a_manager_the_one_on_path_answers():
+    assert np.probe({"packages": {"names": ["bash"]}})["packages"]["bash"]
 
 
 def test_no_names_asks_nothing(tmp_path, monkeypatch):
@@ -374,7 +392,7 @@ def test_processes_skip_the_probe_and_its_parents(child, tmp_path):
         ({"venv": None}, "spec.venv must hold absolute paths, not NoneType"),
         ({"packages": ["bash"]}, "spec.packages must be a dict, not list"),
         ({"packages": {"manager": "apk", "names": ["bash"]}}, "spec.packages.manager must be dpkg or rpm, not 'apk'"),
-        ({"packages": {"names": ["bash"]}}, "spec.packages.manager must be dpkg or rpm, not None"),
+        ({"packages": {"manager": "", "names": ["bash"]}}, "spec.packages.manager must be dpkg or rpm, not ''"),
         ({"packages": {"manager": "dpkg", "names": "bash"}}, "spec.packages.names must be a list of package names"),
         ({"packages": {"manager": "dpkg", "names": [""]}}, "spec.packages.names must be a list of package names"),
         ({"packages": {"manager": "dpkg", "name": []}}, r"unknown keys in spec.packages: name \(known: manager"),
@@ -399,22 +417,26 @@ def test_probe_error_is_a_value_error_and_node_states_stamp_error():
 
     assert issubclass(np.ProbeError, ValueError)
     assert node_state.StampError is np.ProbeError
-    assert node_state.package_query_argv is np.package_query_argv
 
 
 # ---------------------------------------------------------------------------------------------------------------
 # fingerprint and differences
 # ---------------------------------------------------------------------------------------------------------------
 
+
+def state(digest: str) -> dict:
+    return {"sha256": digest, "mode": "0644", "uid": 1000}
+
+
 RECORDED = {
     "boot_id": "0f6c2d2e-3c1b-4a57-9a4e-8e2f5b8f7b10",
     "kernel": "5.15.0-1",
     "python": "3.11.2",
-    "files": {"/home/u/.ssh/config": HASH, "/home/u/hosts": HASH, "/home/u/new": None},
+    "files": {"/home/u/.ssh/config": state(HASH), "/home/u/hosts": state(HASH), "/home/u/new": None},
     "trees": {"/data/x": HASH, "/data/y": None},
     "venv": {
         "path": "/opt/v",
-        "pyvenv_cfg": HASH,
+        "pyvenv_cfg": state(HASH),
         "distributions": {"bar": "2.0", "baz": "1.0", "torch": "2.13.0+cpu"},
     },
     "packages": {"libgoogle-perftools-dev": "2.10-1", "python3-venv": "3.11.2-1", "git": None},
@@ -449,61 +471,68 @@ def test_fingerprint_is_the_compared_part():
         {"present": ["/runs/1"]},
         {"processes": ["12 python3 run_qa.py"]},
         {"disk_free": 1},
-        {"files__/home/u/hosts": HASH},
+        {"files__/home/u/hosts": state(HASH)},
     ],
     ids=["present", "processes", "disk_free", "nothing"],
 )
 def test_what_is_not_compared_makes_no_difference(changed):
-    assert np.differences(RECORDED, live(**changed)) == []
+    assert np.differences(np.fingerprint(RECORDED), np.fingerprint(live(**changed))) == []
 
 
 def venv_with(distributions, path="/opt/v"):
-    return {"path": path, "pyvenv_cfg": HASH, "distributions": distributions}
+    return {"path": path, "pyvenv_cfg": state(HASH), "distributions": distributions}
 
 
 CHANGES = [
-    ({"boot_id": "1" * 36}, ["the node rebooted (another boot id)"]),
-    ({"boot_id": ""}, ["the node's boot id cannot be read"]),
-    ({"kernel": "6.1.0-2"}, ["the kernel (5.15.0-1 -> 6.1.0-2)"]),
-    ({"python": "3.11.4"}, ["the Python (3.11.2 -> 3.11.4)"]),
-    ({"files__/home/u/.ssh/config": OTHER}, ["/home/u/.ssh/config changed"]),
-    ({"files__/home/u/new": OTHER}, ["/home/u/new appeared"]),
-    ({"files__/home/u/hosts": None}, ["/home/u/hosts is gone"]),
-    ({"files__/home/u/hosts": "unreadable"}, ["/home/u/hosts cannot be read now"]),
-    ({"files__/home/u/hosts": KeyError}, ["/home/u/hosts is not probed now"]),
-    ({"files__/home/u/other": None}, ["/home/u/other was not probed when the launch was recorded"]),
-    ({"trees__/data/x": OTHER}, ["the tree /data/x changed"]),
-    ({"trees__/data/y": OTHER}, ["the tree /data/y appeared"]),
-    ({"trees__/data/x": None}, ["the tree /data/x is gone"]),
+    ({"boot_id": "1" * 36}, ["boot_id: another boot"]),
+    ({"boot_id": ""}, ["boot_id: cannot be read"]),
+    ({"kernel": "6.1.0-2"}, ["kernel: 5.15.0-1 -> 6.1.0-2"]),
+    ({"python": "3.11.4"}, ["python: 3.11.2 -> 3.11.4"]),
+    ({"files__/home/u/.ssh/config": state(OTHER)}, ["files: /home/u/.ssh/config changed"]),
+    ({"files__/home/u/.ssh/config__mode": "0666"}, ["files: /home/u/.ssh/config changed"]),  # a loosened key
+    ({"files__/home/u/.ssh/config__uid": 0}, ["files: /home/u/.ssh/config changed"]),  # another owner
+    ({"files__/home/u/hosts": {"link": "/etc/hosts"}}, ["files: /home/u/hosts changed"]),  # a link in its place
+    ({"files__/home/u/new": state(OTHER)}, ["files: /home/u/new appeared"]),
+    ({"files__/home/u/hosts": None}, ["files: /home/u/hosts is gone"]),
+    (
+        {"files__/home/u/hosts": {"unreadable": "PermissionError"}},
+        ["files: /home/u/hosts cannot be read (PermissionError)"],
+    ),
+    ({"files__/home/u/hosts": KeyError}, ["files: /home/u/hosts is not probed now"]),
+    ({"files__/home/u/other": None}, ["files: /home/u/other was not probed when the record was written"]),
+    ({"trees__/data/x": OTHER}, ["trees: /data/x changed"]),
+    ({"trees__/data/y": OTHER}, ["trees: /data/y appeared"]),
+    ({"trees__/data/x": None}, ["trees: /data/x is gone"]),
     (
         {"venv__distributions": {"foo": "1.0", "baz": "1.1", "torch": "2.13.0+cpu"}},
-        ["the virtualenv /opt/v: added foo 1.0; removed bar 2.0; baz 1.0 -> 1.1"],
+        ["venv: /opt/v: added foo 1.0; removed bar 2.0; baz 1.0 -> 1.1"],
     ),
-    ({"venv__pyvenv_cfg": OTHER}, ["the virtualenv /opt/v: pyvenv.cfg changed"]),
+    ({"venv__pyvenv_cfg": state(OTHER)}, ["venv: /opt/v: pyvenv.cfg changed"]),
     (
         {"venv__distributions": {f"d{n}": "1" for n in range(7)}},
-        ["the virtualenv /opt/v: added d0 1; added d1 1; added d2 1; added d3 1; added d4 1; and 5 more"],
+        ["venv: /opt/v: added d0 1; added d1 1; added d2 1; added d3 1; added d4 1; and 5 more"],
     ),
-    ({"venv": None}, ["the virtualenv /opt/v is gone"]),
+    ({"venv": None}, ["venv: /opt/v is gone"]),
+    ({"venv": {"unreadable": "not a folder"}}, ["venv: cannot be read (not a folder)"]),
+    ({"venv": venv_with(RECORDED["venv"]["distributions"], "/opt/w")}, ["venv: /opt/v -> /opt/w"]),
+    ({"packages__libgoogle-perftools-dev": "2.11-1"}, ["packages: libgoogle-perftools-dev 2.10-1 -> 2.11-1"]),
+    ({"packages__git": "1:2.39.5-0"}, ["packages: git is installed now (1:2.39.5-0)"]),
+    ({"packages__python3-venv": None}, ["packages: python3-venv is no longer installed (it was 3.11.2-1)"]),
+    ({"packages__python3-venv": KeyError}, ["packages: python3-venv is not probed now"]),
+    ({"packages__acl": None}, ["packages: acl was not probed when the record was written"]),
     (
-        {"venv": venv_with(RECORDED["venv"]["distributions"], "/opt/w")},
-        ["the virtualenv /opt/v -> /opt/w"],
+        {"packages__git": {"unreadable": "no package manager"}},
+        ["packages: git cannot be read (no package manager)"],
     ),
-    ({"packages__libgoogle-perftools-dev": "2.11-1"}, ["package libgoogle-perftools-dev 2.10-1 -> 2.11-1"]),
-    ({"packages__git": "1:2.39.5-0"}, ["package git is installed now (1:2.39.5-0)"]),
-    ({"packages__python3-venv": None}, ["package python3-venv is no longer installed (it was 3.11.2-1)"]),
-    ({"packages__python3-venv": KeyError}, ["package python3-venv is not probed now"]),
-    ({"packages__acl": None}, ["package acl was not probed when the launch was recorded"]),
     (
         {"kernel": "6.1.0-2", "files__/home/u/hosts": None, "packages__git": "2"},
-        ["the kernel (5.15.0-1 -> 6.1.0-2)", "/home/u/hosts is gone", "package git is installed now (2)"],
+        ["kernel: 5.15.0-1 -> 6.1.0-2", "files: /home/u/hosts is gone", "packages: git is installed now (2)"],
     ),
 ]
 
 
 @pytest.mark.parametrize(("changed", "sentences"), CHANGES, ids=[case[1][0] for case in CHANGES])
 def test_differences_name_what_changed(changed, sentences):
-    assert np.differences(RECORDED, live(**changed)) == sentences
     assert np.differences(np.fingerprint(RECORDED), np.fingerprint(live(**changed))) == sentences
 
 
@@ -519,22 +548,23 @@ def test_differences_name_what_changed(changed, sentences):
         (
             RECORDED,
             live(venv__distributions=["torch"]),
-            ["the virtualenv /opt/v: its distributions cannot be compared (not a dict)"],
+            ["venv: /opt/v: its distributions cannot be compared (not a dict)"],
         ),
-        (RECORDED, live(venv__extra=1), ["the venv differs"]),
+        (RECORDED, live(venv__extra=1), ["venv: differs"]),
+        (RECORDED, {**RECORDED, "amx": {"amx_usable": True}}, ["amx: amx_usable"]),
     ],
-    ids=["record", "live", "files", "packages", "trees", "venv", "distributions", "an unknown key"],
+    ids=["record", "live", "files", "packages", "trees", "venv", "distributions", "an unknown key", "a new part"],
 )
 def test_a_damaged_record_is_never_unchanged(recorded, live_value, sentences):
     assert np.differences(recorded, live_value) == sentences
 
 
 def test_a_virtualenv_that_appeared():
-    assert np.differences(live(venv=None), RECORDED) == ["the virtualenv /opt/v appeared"]
+    assert np.differences(live(venv=None), RECORDED) == ["venv: /opt/v appeared"]
 
 
 def test_differences_never_show_a_hash():
-    sentences = np.differences(RECORDED, live(**{"files__/home/u/hosts": OTHER, "trees__/data/x": OTHER}))
+    sentences = np.differences(RECORDED, live(**{"files__/home/u/hosts": state(OTHER), "trees__/data/x": OTHER}))
     assert sentences and not any(HASH in s or OTHER in s for s in sentences)
 
 
@@ -543,15 +573,168 @@ def test_a_real_change_on_disk_is_named(tmp_path):
     venv = _venv(tmp_path)
     spec = {"files": [str(tmp_path / "config")], "venv": str(venv)}
     recorded = np.fingerprint(np.probe(spec))
-    assert np.differences(recorded, np.probe(spec)) == []
+    assert np.differences(recorded, np.fingerprint(np.probe(spec))) == []
     (tmp_path / "config").write_text("Host node2\n")
     (venv / "lib" / "python3.11" / "site-packages" / "torch-2.13.0+cpu.dist-info").rename(
         venv / "lib" / "python3.11" / "site-packages" / "torch-2.14.0+cpu.dist-info"
     )
-    assert np.differences(recorded, np.probe(spec)) == [
-        f"{tmp_path / 'config'} changed",
-        f"the virtualenv {venv}: torch 2.13.0+cpu -> 2.14.0+cpu",
+    assert np.differences(recorded, np.fingerprint(np.probe(spec))) == [
+        f"files: {tmp_path / 'config'} changed",
+        f"venv: {venv}: torch 2.13.0+cpu -> 2.14.0+cpu",
     ]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The package query's text and the virtualenv's folder names
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_dpkg_query_output():
+    out = (
+        "libgoogle-perftools-dev\tii \t2.10-1\n"
+        "acl\trc \t2.3.1-3\n"  # removed, its configuration left: not installed
+        "python3-venv\tii \t3.11.2-1+b1\n"
+    )
+    assert np.parse_package_versions("dpkg", ["libgoogle-perftools-dev", "acl", "python3-venv", "git"], out) == {
+        "libgoogle-perftools-dev": "2.10-1",
+        "acl": None,
+        "python3-venv": "3.11.2-1+b1",
+        "git": None,  # unknown to dpkg: no line at all
+    }
+
+
+def test_rpm_output_with_two_architectures_and_a_missing_package():
+    out = "gperftools-libs\t0:2.9.1-3.el9.x86_64\ngperftools-libs\t0:2.9.1-3.el9.i686\npackage acl is not installed\n"
+    assert np.parse_package_versions("rpm", ["gperftools-libs", "acl"], out) == {
+        "gperftools-libs": "0:2.9.1-3.el9.i686,0:2.9.1-3.el9.x86_64",
+        "acl": None,
+    }
+
+
+def test_one_query_command_per_manager():
+    assert np.package_query_argv("dpkg", "/usr/bin/dpkg-query", ["a", "b"])[-3:] == ["--", "a", "b"]
+    assert np.package_query_argv("rpm", "/usr/bin/rpm", ["a"])[:2] == ["/usr/bin/rpm", "-q"]
+    with pytest.raises(np.ProbeError, match="unknown package manager"):
+        np.package_query_argv("apk", "/sbin/apk", ["a"])
+
+
+def test_venv_distributions_from_dist_info_names():
+    names = [
+        "torch-2.13.0+cpu.dist-info",
+        "Jinja2-3.1.4.dist-info",
+        "typing_extensions-4.12.2.dist-info",
+        "torch",  # the package folder itself
+        "__pycache__",
+        "oddname.dist-info",  # no version: left out
+    ]
+    assert np.venv_distributions(names) == {
+        "torch": "2.13.0+cpu",
+        "jinja2": "3.1.4",
+        "typing-extensions": "4.12.2",
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# decide: the one decision over every record (a node role's stamp here, as node_state writes it)
+# ---------------------------------------------------------------------------------------------------------------
+
+BOOT = RECORDED["boot_id"]
+NOW = 1_800_000_000
+INPUTS = "c" * 64
+STAMPED = {
+    **np.fingerprint(RECORDED),
+    "amx": {"amx_usable": True, "kernel_release": "6.8.0", "allowed_cpus": [0, 1, 2]},
+}
+
+
+def stamp(**changes):
+    built = node_state.build_stamp("torch_stack", INPUTS, {"files": ["/home/u/hosts"]}, STAMPED, BOOT, NOW - 100)
+    built.update(changes)
+    return built
+
+
+def decide(record, live=None, inputs=INPUTS, boot_id=BOOT, now=NOW, force=False):
+    return np.decide(record, inputs, STAMPED if live is None else live, boot_id, force, now)
+
+
+def changed(**changes):
+    return {**live(**changes), "amx": STAMPED["amx"]} if changes else STAMPED
+
+
+def test_match_holds():
+    holds, reason = decide(stamp())
+    assert (holds, reason) == (True, "the node is as the stamp of 100 s ago found it")
+
+
+@pytest.mark.parametrize(
+    ("live_value", "named"),
+    [
+        (changed(**{"packages__libgoogle-perftools-dev": "2.10-2"}), "packages: libgoogle-perftools-dev 2.10-1"),
+        (changed(packages__git="2"), "packages: git is installed now"),
+        (changed(**{"packages__python3-venv": None}), "packages: python3-venv is no longer installed"),
+        (changed(venv__distributions__torch="2.14.0"), "venv: /opt/v: torch 2.13.0+cpu -> 2.14.0"),
+        (changed(venv__distributions__sklearn="1.5.2"), "venv: /opt/v: added sklearn 1.5.2"),  # pip install by hand
+        (changed(**{"files__/home/u/hosts": state(OTHER)}), "files: /home/u/hosts changed"),  # hostfile edited
+        (changed(**{"files__/home/u/.ssh/config": None}), "files: /home/u/.ssh/config is gone"),  # SSH file gone
+        (changed(**{"files__/home/u/.ssh/config__mode": "0666"}), "files: /home/u/.ssh/config changed"),
+        (changed(python="3.11.4"), "python: 3.11.2 -> 3.11.4"),  # the venv's interpreter upgraded in place
+        (changed(kernel="6.9.0"), "kernel: 5.15.0-1 -> 6.9.0"),
+        ({**STAMPED, "amx": {**STAMPED["amx"], "amx_usable": False}}, "amx: amx_usable"),
+        ({**STAMPED, "amx": {**STAMPED["amx"], "kernel_release": "6.9.0"}}, "amx: kernel_release"),
+        ({**STAMPED, "amx": {**STAMPED["amx"], "allowed_cpus": [0, 1]}}, "amx: allowed_cpus"),  # another affinity
+    ],
+)
+def test_a_change_the_fingerprint_sees_takes_the_full_path(live_value, named):
+    holds, reason = decide(stamp(), live_value)
+    assert not holds
+    assert reason.startswith("the node changed since the stamp: ") and named in reason, reason
+
+
+def test_the_change_is_named_not_shown():
+    holds, reason = decide(stamp(), changed(**{"files__/home/u/hosts": state(OTHER)}))
+    assert not holds and HASH not in reason and OTHER not in reason
+
+
+def test_a_reboot_or_no_boot_id_takes_the_full_path():
+    assert decide(stamp(), boot_id="9" * 32) == (False, "the node rebooted since the stamp was written")
+    assert decide(stamp(), boot_id="") == (False, "the node's boot id cannot be read")
+
+
+@pytest.mark.parametrize("now", [NOW + 2 * 86400, NOW + 400 * 86400, NOW - 3600], ids=["2 days", "400 days", "back"])
+def test_no_clock_decides_alone(now):
+    """The clock moved (the next day, a year on, set back): a record holds while its fingerprint does."""
+    holds, reason = decide(stamp(), now=now)
+    assert holds is True, reason
+    assert reason.startswith("the node is as the stamp of ")
+
+
+def test_changed_inputs_take_the_full_path():
+    holds, reason = decide(stamp(), inputs="b" * 64)
+    assert (holds, reason) == (False, "the role's inputs changed (collection version or code, role files or variables)")
+
+
+def test_no_stamp_and_a_forced_run_take_the_full_path():
+    assert decide(None) == (False, "no stamp of an earlier run")
+    assert decide(stamp(), force=True) == (False, "a full run was asked for (node_stamp_force)")
+    assert decide(stamp(), live={})[0] is False  # a probe that no longer sees anything
+
+
+def test_a_node_that_could_not_be_fingerprinted_takes_the_full_path():
+    assert np.decide(stamp(), INPUTS, None, BOOT) == (False, "the node could not be fingerprinted")
+    unread = changed(**{"files__/home/u/hosts": {np.UNREADABLE: "not a regular file"}})
+    # Unreadable then and now: what cannot be read never compares equal to itself.
+    record = stamp(fingerprint=unread)
+    assert decide(record, unread) == (
+        False,
+        "the node could not be fingerprinted: files: /home/u/hosts (not a regular file)",
+    )
+
+
+def test_a_record_of_no_one_node_compares_its_inputs_only():
+    """The smoke test's record: its inputs are its fingerprint, which holds every node's boot id."""
+    record = {"inputs_hash": "a", "fingerprint": {}}
+    assert np.decide(record, "a", {}, None) == (True, "the node is as the stamp found it")
+    assert np.decide(record, "b", {}, None)[0] is False
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -590,9 +773,9 @@ def test_main_answers_in_one_json_line(tmp_path, how):
     assert done.stdout.endswith("\n") and done.stdout.count("\n") == 1
     answer = json.loads(done.stdout)
     assert answer["ok"] is True
-    assert answer["result"]["files"] == {str(tmp_path / "hosts"): sha(b"localhost\n")}
+    assert answer["result"]["files"][str(tmp_path / "hosts")]["sha256"] == sha(b"localhost\n")
     assert answer["result"]["present"] == [str(tmp_path)]
-    assert np.differences(answer["result"], np.probe(spec)) == []
+    assert np.differences(np.fingerprint(answer["result"]), np.fingerprint(np.probe(spec))) == []
 
 
 @pytest.mark.parametrize("how", ["file", "stdin"])
@@ -622,7 +805,7 @@ def test_main_in_process(capsys):
 
 
 def test_a_file_unreadable_then_and_now_is_a_change():
-    unread = live(**{"files__/home/u/hosts": np.UNREADABLE})
-    assert np.differences(unread, unread) == ["/home/u/hosts cannot be read now"]
-    venv = live(venv__pyvenv_cfg=np.UNREADABLE)
-    assert np.differences(venv, venv) == ["the virtualenv /opt/v: pyvenv.cfg cannot be read now"]
+    unread = live(**{"files__/home/u/hosts": {np.UNREADABLE: "not a regular file"}})
+    assert np.differences(unread, unread) == ["files: /home/u/hosts cannot be read (not a regular file)"]
+    venv = live(venv__pyvenv_cfg={np.UNREADABLE: "PermissionError"})
+    assert np.differences(venv, venv) == ["venv: /opt/v: pyvenv.cfg cannot be read (PermissionError)"]

@@ -5,11 +5,11 @@
 
 from __future__ import annotations
 
-import copy
 import json
 
 import pytest
 
+from ansible_collections.amx.cluster.plugins.module_utils import node_probe as np
 from ansible_collections.amx.cluster.plugins.module_utils import node_state as ns
 
 BOOT = "0f6c2d2e-3c1b-4a57-9a4e-8e2f5b8f7b10"
@@ -23,13 +23,21 @@ PROBE = {
     "amx": True,
 }
 FINGERPRINT = {
-    "packages": {"libgoogle-perftools-dev": "2.10-1", "python3-venv": "3.11.2-1+b1"},
-    "venv": {"distributions": {"torch": "2.13.0+cpu", "transformers": "5.24.0"}, "pyvenv_cfg": {"sha256": "c" * 64}},
-    "manifest": {"sha256": "d" * 64, "mode": "0644", "uid": 1000},
+    "boot_id": BOOT,
+    "kernel": "6.8.0",
+    "python": "3.11.2",
     "files": {
+        "/opt/amx-cluster/venv/torch-stack-manifest.json": {"sha256": "d" * 64, "mode": "0644", "uid": 1000},
         "/root/.ssh/id_ed25519": {"sha256": "e" * 64, "mode": "0600", "uid": 0},
         "/root/hosts": {"sha256": "f" * 64, "mode": "0644", "uid": 0},
     },
+    "trees": {},
+    "venv": {
+        "path": "/opt/amx-cluster/venv",
+        "distributions": {"torch": "2.13.0+cpu", "transformers": "5.24.0"},
+        "pyvenv_cfg": {"sha256": "c" * 64, "mode": "0644", "uid": 0},
+    },
+    "packages": {"libgoogle-perftools-dev": "2.10-1", "python3-venv": "3.11.2-1+b1"},
     "amx": {"amx_usable": True, "amx_reason": "", "kernel_release": "6.8.0", "flags": {"amx_tile": True}},
 }
 
@@ -42,29 +50,6 @@ def stamp(**changes):
     return built
 
 
-def decide(stamp_value, live=None, **kwargs):
-    options = dict(inputs=INPUTS, boot_id=BOOT, now=NOW, force=False)
-    options.update(kwargs)
-    return ns.decide(
-        stamp_value,
-        options["inputs"],
-        FINGERPRINT if live is None else live,
-        options["boot_id"],
-        options["now"],
-        options["force"],
-    )
-
-
-def changed(path, value):
-    """FINGERPRINT with one value changed: path is a list of keys."""
-    live = copy.deepcopy(FINGERPRINT)
-    target = live
-    for key in path[:-1]:
-        target = target[key]
-    target[path[-1]] = value
-    return live
-
-
 # --- the node's texts ------------------------------------------------------------------------------------------
 
 
@@ -72,51 +57,6 @@ def test_boot_id_is_read_and_junk_refused():
     assert ns.parse_boot_id(BOOT.upper() + "\n") == BOOT
     with pytest.raises(ns.StampError, match="boot_id"):
         ns.parse_boot_id("not a boot id\n")
-
-
-def test_dpkg_query_output():
-    out = (
-        "libgoogle-perftools-dev\tii \t2.10-1\n"
-        "acl\trc \t2.3.1-3\n"  # removed, its configuration left: not installed
-        "python3-venv\tii \t3.11.2-1+b1\n"
-    )
-    assert ns.parse_package_versions("dpkg", ["libgoogle-perftools-dev", "acl", "python3-venv", "git"], out) == {
-        "libgoogle-perftools-dev": "2.10-1",
-        "acl": None,
-        "python3-venv": "3.11.2-1+b1",
-        "git": None,  # unknown to dpkg: no line at all
-    }
-
-
-def test_rpm_output_with_two_architectures_and_a_missing_package():
-    out = "gperftools-libs\t0:2.9.1-3.el9.x86_64\ngperftools-libs\t0:2.9.1-3.el9.i686\npackage acl is not installed\n"
-    assert ns.parse_package_versions("rpm", ["gperftools-libs", "acl"], out) == {
-        "gperftools-libs": "0:2.9.1-3.el9.i686,0:2.9.1-3.el9.x86_64",
-        "acl": None,
-    }
-
-
-def test_one_query_command_per_manager():
-    assert ns.package_query_argv("dpkg", "/usr/bin/dpkg-query", ["a", "b"])[-3:] == ["--", "a", "b"]
-    assert ns.package_query_argv("rpm", "/usr/bin/rpm", ["a"])[:2] == ["/usr/bin/rpm", "-q"]
-    with pytest.raises(ns.StampError, match="unknown package manager"):
-        ns.package_query_argv("apk", "/sbin/apk", ["a"])
-
-
-def test_venv_distributions_from_dist_info_names():
-    names = [
-        "torch-2.13.0+cpu.dist-info",
-        "Jinja2-3.1.4.dist-info",
-        "typing_extensions-4.12.2.dist-info",
-        "torch",  # the package folder itself
-        "__pycache__",
-        "oddname.dist-info",  # no version: left out
-    ]
-    assert ns.venv_distributions(names) == {
-        "torch": "2.13.0+cpu",
-        "jinja2": "3.1.4",
-        "typing-extensions": "4.12.2",
-    }
 
 
 def test_amx_fingerprint_keeps_what_decides_amx():
@@ -158,13 +98,23 @@ def test_named_stamps_are_kept_sorted_and_each_unheld_one_is_said_with_its_reaso
         "torch_stack": {"holds": False, "reason": "the node rebooted since the stamp was written"},
         "amx_check": "damaged",
     }
-    assert ns.named_stamp_problems(live) == [
+    assert np.unheld_stamps(live) == [
         "the stamp of amx_check does not hold (no reason given)",
         "the stamp of torch_stack does not hold (the node rebooted since the stamp was written)",
     ]
 
 
 # --- the stamp -------------------------------------------------------------------------------------------------
+
+
+def test_the_probe_spec_is_node_probes():
+    spec = ns.probe_spec(ns.check_probe(PROBE))
+    assert spec == {
+        "files": sorted(PROBE["files"] + [PROBE["manifest"]]),
+        "venv": PROBE["venv"],
+        "packages": {"names": PROBE["packages"]},
+    }
+    assert np.check_spec(spec)["packages"] == {"manager": None, "names": PROBE["packages"]}
 
 
 def test_a_written_stamp_reads_back():
@@ -179,8 +129,8 @@ def test_a_written_stamp_reads_back():
     [
         ("{not json", "not JSON"),
         ("[1, 2]", "not a JSON object"),
-        ('{"format": 99}', "format is not 1"),
-        ('{"format": 1, "role": "torch_stack"}', "the stamp lacks"),
+        ('{"format": 1}', "format is not 2"),  # a stamp of the older code: the role runs in full once
+        ('{"format": 2, "role": "torch_stack"}', "the stamp lacks"),
     ],
 )
 def test_unparseable_stamp_is_refused(text, error):
@@ -217,71 +167,6 @@ def test_same_record_ignores_the_time_only():
         stamp(), ns.build_stamp("torch_stack", INPUTS, PROBE, FINGERPRINT, BOOT, NOW, stamp()["facts"])
     )
     assert not ns.same_record(stamp(), stamp(boot_id="1" * 32))
-
-
-# --- the decision ----------------------------------------------------------------------------------------------
-
-
-def test_match_skips():
-    skip, reason = decide(stamp())
-    assert skip, reason
-    assert "100 s ago" in reason
-
-
-@pytest.mark.parametrize(
-    ("live", "named"),
-    [
-        (changed(["packages", "libgoogle-perftools-dev"], "2.10-2"), "packages: libgoogle-perftools-dev"),
-        (changed(["packages", "python3-venv"], None), "packages: python3-venv"),  # removed
-        (changed(["venv", "distributions", "transformers"], "5.25.0"), "venv: distributions"),
-        (changed(["venv", "distributions", "scikit-learn"], "1.5.2"), "venv: distributions"),  # pip install by hand
-        (changed(["manifest", "sha256"], "0" * 64), "manifest"),
-        (changed(["files", "/root/hosts", "sha256"], "1" * 64), "files: /root/hosts"),  # hostfile edited
-        (changed(["files", "/root/.ssh/id_ed25519"], None), "files: /root/.ssh/id_ed25519"),  # SSH key gone
-        (changed(["files", "/root/.ssh/id_ed25519", "mode"], "0644"), "files: /root/.ssh/id_ed25519"),
-        (changed(["amx", "amx_usable"], False), "amx: amx_usable"),
-        (changed(["amx", "kernel_release"], "6.9.0"), "amx: kernel_release"),
-        (changed(["amx", "allowed_cpus"], [0, 1]), "amx: allowed_cpus"),  # another CPU affinity
-    ],
-)
-def test_a_change_the_fingerprint_sees_takes_the_full_path(live, named):
-    skip, reason = decide(stamp(), live)
-    assert not skip
-    assert reason.startswith("the node changed since the stamp")
-    assert named in reason
-
-
-def test_the_change_is_named_not_shown():
-    skip, reason = decide(stamp(), changed(["files", "/root/hosts", "sha256"], "1" * 64))
-    assert not skip
-    assert "1111" not in reason and "ffff" not in reason
-
-
-def test_a_reboot_takes_the_full_path():
-    assert decide(stamp(), boot_id="9" * 32) == (False, "the node rebooted since the stamp was written")
-
-
-@pytest.mark.parametrize("now", [NOW + 2 * 86400, NOW + 400 * 86400, NOW - 3600], ids=["2 days", "400 days", "back"])
-def test_no_clock_decides_alone(now):
-    """The clock moved (the next day, a year on, set back): a record holds while its fingerprint does."""
-    skip, reason = decide(stamp(), now=now)
-    assert skip is True, reason
-    assert reason.startswith("the node is as the stamp of ")
-
-
-def test_changed_inputs_take_the_full_path():
-    skip, reason = decide(stamp(), inputs="b" * 64)
-    assert (skip, reason) == (False, "the role's inputs changed (collection version or code, role files or variables)")
-
-
-def test_no_stamp_and_a_forced_run_take_the_full_path():
-    assert decide(None) == (False, "no stamp of an earlier run")
-    assert decide(stamp(), force=True)[0] is False
-    assert decide(stamp(), live={})[0] is False  # a probe that no longer sees anything
-
-
-def test_a_node_that_could_not_be_fingerprinted_takes_the_full_path():
-    assert ns.decide(stamp(), INPUTS, None, BOOT, NOW) == (False, "the node could not be fingerprinted")
 
 
 # --- the controller's inputs hash ------------------------------------------------------------------------------

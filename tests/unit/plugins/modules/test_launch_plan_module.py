@@ -130,7 +130,7 @@ def test_a_plan_is_written_and_the_next_run_prepared_from_it(cluster):
     "change, reason",
     [
         (lambda c: c.hostfile.write_text("localhost\nnode1\n"), "hosts changed"),
-        (lambda c: os.utime(c.root / "datasets" / "tiny" / "train.json", (1, 1)), "the tree"),
+        (lambda c: os.utime(c.root / "datasets" / "tiny" / "train.json", (1, 1)), "trees: "),
         (lambda c: (c.root / "first" / "qa_finetune.py").unlink(), "qa_finetune.py is gone"),
         (lambda c: c.record.unlink(), "the smoke test is due (no record of an earlier smoke test)"),
         (lambda c: c.plan_file.write_text(c.plan_file.read_text().replace("3600", "7200", 1)), "digest"),

@@ -62,11 +62,11 @@ def node(tmp_path):
         # In this process; the probe names no package, so no module object is needed for a package query.
         @staticmethod
         def write(check=False, **extra):
-            return node_state.run(None, {**DEFAULTS, **common, "write": True, "probe": probe, **extra}, check)
+            return node_state.run({**DEFAULTS, **common, "write": True, "probe": probe, **extra}, check)
 
         @staticmethod
         def read(**extra):
-            return node_state.run(None, {**DEFAULTS, **common, **extra}, False)
+            return node_state.run({**DEFAULTS, **common, **extra}, False)
 
         # Through ansible.
         @staticmethod
@@ -109,12 +109,12 @@ def test_a_fresh_stamp_lets_the_role_skip_and_gives_back_its_facts(node):
         (lambda n: (n.path / "id_ed25519").write_text("key two\n"), "id_ed25519"),
         (lambda n: os.chmod(n.path / "id_ed25519", 0o644), "id_ed25519"),
         (lambda n: (n.path / "hosts").unlink(), "hosts"),
-        (lambda n: (n.site_packages / "scikit_learn-1.5.2.dist-info").mkdir(), "venv: distributions"),
+        (lambda n: (n.site_packages / "scikit_learn-1.5.2.dist-info").mkdir(), "added scikit-learn 1.5.2"),
         (
             lambda n: (n.site_packages / "transformers-5.24.0.dist-info").rename(
                 n.site_packages / "transformers-5.25.0.dist-info"
             ),
-            "venv: distributions",
+            "transformers 5.24.0 -> 5.25.0",
         ),
     ],
     ids=["hostfile", "ssh-key", "key-mode", "hostfile-gone", "venv-added", "venv-upgraded"],
@@ -124,7 +124,8 @@ def test_a_change_on_the_node_takes_the_full_path(node, change, named):
     change(node)
     result = node.read()
     assert result["skip"] is False
-    assert "the node changed since the stamp" in result["reason"] and named in result["reason"], result["reason"]
+    reason = result["reason"]
+    assert reason.startswith("the node changed since the stamp: ") and named in reason, reason
 
 
 @pytest.mark.parametrize(
@@ -225,9 +226,9 @@ def test_package_versions_are_dpkg_querys():
 def test_a_bad_role_name_or_probe_fails_before_anything_is_written(tmp_path):
     params = {**DEFAULTS, "inputs_hash": INPUTS, "stamp_dir": str(tmp_path), "write": True}
     with pytest.raises(node_state.NodeStateError, match="is not a role name"):
-        node_state.run(None, {**params, "role": "../etc"}, False)
+        node_state.run({**params, "role": "../etc"}, False)
     with pytest.raises(node_state.NodeStateError, match="the probe of role r is wrong: probe path 'hosts' is not"):
-        node_state.run(None, {**params, "role": "r", "probe": {"files": ["hosts"]}}, False)
+        node_state.run({**params, "role": "r", "probe": {"files": ["hosts"]}}, False)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -245,11 +246,11 @@ def provisioned(node):
         @staticmethod
         def write(stamps=None):
             probe = {"files": [hosts], "stamps": names if stamps is None else stamps}
-            return node_state.run(None, {**common, "write": True, "probe": probe}, False)
+            return node_state.run({**common, "write": True, "probe": probe}, False)
 
         @staticmethod
         def read(**extra):
-            return node_state.run(None, {**common, **extra}, False)
+            return node_state.run({**common, **extra}, False)
 
     node.write()
     return Provisioned
@@ -337,6 +338,6 @@ def test_a_reboot_takes_the_full_path(node, provisioned, monkeypatch, tmp_path):
     # Another boot id (the kernel's, read from a file the test writes): as after a reboot.
     other_boot = tmp_path / "boot_id"
     other_boot.write_text("0f6c2d2e-3c1b-4a57-9a4e-8e2f5b8f7b10\n")
-    monkeypatch.setattr(node_state, "BOOT_ID", str(other_boot))
+    monkeypatch.setattr(node_state.node_probe, "BOOT_ID", str(other_boot))
     result = provisioned.read()
     assert (result["skip"], result["reason"]) == (False, "the node rebooted since the stamp was written")
