@@ -207,7 +207,7 @@ class ActionModule(ActionBase):
             dict(cfg, secrets_on_stdin=bool(secrets)),
             in_data=json.dumps(secrets).encode("utf-8") if secrets else None,
         )
-        started_in = round(time.monotonic() - starting, 3)
+        started_in = round(max(time.monotonic() - starting - float(begun.get("running") or 0), 0.0), 3)
         state = begun.get("state")
         if state == "error":
             raise AnsibleActionFail(f"{self._label} on {self._host}: {begun.get('error')}")

@@ -512,7 +512,10 @@ def start(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> Dict
         if info.get("launcher_pid") or os.path.exists(files["result"]):
             break
         time.sleep(0.1)
-    return {"state": "started", "supervisor": read_json(files["supervisor"], {}), "result": read_json(files["result"])}
+    info = read_json(files["supervisor"], {})
+    # How long the job has run when this answer leaves: the caller's start phase ends where the job's begins.
+    running = round(max(time.time() - float(info.get("started") or time.time()), 0.0), 3)
+    return {"state": "started", "supervisor": info, "result": read_json(files["result"]), "running": running}
 
 
 def look(cfg: Dict[str, Any]) -> Dict[str, Any]:

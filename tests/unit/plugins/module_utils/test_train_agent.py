@@ -165,6 +165,7 @@ def test_start_detaches_reports_progress_and_splits_the_logs(run):
     answer = agent("start", run)
     assert answer["state"] == "started"
     assert time.time() - started < 1.4, "start returns before the run ends"
+    assert 0 <= answer["running"] < 1.4  # the job's time when the answer left, for the caller's start phase
     supervisor = answer["supervisor"]["pid"]
     assert os.getsid(supervisor) == supervisor, "the supervisor leads a session of its own"
 
