@@ -274,8 +274,8 @@ attempts:
 phases:
   description:
     - Seconds of the job's phases - V(job_start) (the agent written and started, one round trip), V(job) (the
-      launcher's run), V(sweep) (the clean-up on every node after it), V(results) (the last answer: the output's
-      tail, the bundle).
+      launcher's run), V(sweep) (the clean-up on every node after it), V(results) (the last answer, with the
+      output's tail and the bundle).
   returned: success, not in check mode
   type: dict
   version_added: 0.2.0
