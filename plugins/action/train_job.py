@@ -104,6 +104,8 @@ class ActionModule(ActionBase):
 
     def _agent(self, command: str, cfg: Dict[str, Any], in_data: Optional[bytes] = None) -> Dict[str, Any]:
         argv = [self._python, self._agent_path, command, json.dumps(cfg, sort_keys=True)]
+        if command == "start":
+            argv[1:2] = self._install_agent()
         done = self._low_level_execute_command(
             " ".join(shlex.quote(part) for part in argv), sudoable=True, in_data=in_data
         )
@@ -116,27 +118,17 @@ class ActionModule(ActionBase):
             )
         return json.loads(lines[-1])
 
-    def _install_agent(self) -> None:
-        """Write the agent into the run's state folder as the user the run belongs to."""
+    def _install_agent(self) -> List[str]:
+        """The arguments of the Python that writes the agent into the run's state folder, as the user the run
+        belongs to, and then runs it: its start is one round trip."""
         with open(train_agent.__file__, "rb") as handle:
             source = handle.read()
         code = (
             "import base64, os, sys; os.umask(0o077); os.makedirs(os.path.dirname(sys.argv[1]), exist_ok=True); "
             "tmp = sys.argv[1] + '.tmp'; open(tmp, 'wb').write(base64.b64decode(sys.argv[2])); "
-            "os.replace(tmp, sys.argv[1])"
+            "os.replace(tmp, sys.argv[1]); os.execv(sys.executable, [sys.executable, sys.argv[1], *sys.argv[3:]])"
         )
-        argv = [self._python, "-c", code, self._agent_path, base64.b64encode(source).decode("ascii")]
-        done = self._low_level_execute_command(" ".join(shlex.quote(part) for part in argv), sudoable=True)
-        if done.get("rc") != 0:
-            raise AnsibleActionFail(
-                "cannot write the run's agent to {}:{} with {} (rc {}): {}".format(
-                    self._host,
-                    self._agent_path,
-                    self._python,
-                    done.get("rc"),
-                    (done.get("stderr") or "").strip()[-600:],
-                )
-            )
+        return ["-c", code, self._agent_path, base64.b64encode(source).decode("ascii")]
 
     def _say(self, text: str) -> None:
         display.display(f"{self._label} [{self._host}] {text}", stderr=True)
@@ -207,14 +199,15 @@ class ActionModule(ActionBase):
                 progress_file if os.path.isabs(progress_file) else os.path.join(run_dir, progress_file)
             )
 
-        self._install_agent()
         # The secret variables travel on the agent's standard input (not its command line, not a file).
         secrets = {str(name): str(value) for name, value in (args["secret_env"] or {}).items()}
+        starting = time.monotonic()
         begun = self._agent(
             "start",
             dict(cfg, secrets_on_stdin=bool(secrets)),
             in_data=json.dumps(secrets).encode("utf-8") if secrets else None,
         )
+        started_in = round(max(time.monotonic() - starting - float(begun.get("running") or 0), 0.0), 3)
         state = begun.get("state")
         if state == "error":
             raise AnsibleActionFail(f"{self._label} on {self._host}: {begun.get('error')}")
@@ -239,6 +232,10 @@ class ActionModule(ActionBase):
         last_line = ""
         failures = 0
         offsets = {"progress_offset": 0, "log_offset": 0}
+        final_options: Dict[str, Any] = {"log_limit": 256 * 1024}
+        if args["bundle"]:
+            final_options["bundle"] = {"skip": args["bundle_skip"], "limit": args["bundle_limit"]}
+        final: Optional[Dict[str, Any]] = None
         ended: Optional[Dict[str, Any]] = begun.get("result") if state == "finished_before" else None
         started_wait = time.time()
         while ended is None:
@@ -249,7 +246,9 @@ class ActionModule(ActionBase):
                 time.sleep(pause)
             try:
                 # With a long poll the call lasts up to `wait` seconds: the agent answers when something is new.
-                status = self._agent("status", dict(cfg, **offsets, **({"wait": wait} if wait else {})))
+                status = self._agent(
+                    "status", dict(cfg, **offsets, final=final_options, **({"wait": wait} if wait else {}))
+                )
                 failures = 0
             except (AnsibleConnectionFailure, AnsibleActionFail) as error:
                 failures += 1
@@ -285,7 +284,7 @@ class ActionModule(ActionBase):
                 )
                 last_said = time.time()
             if status.get("result") is not None:
-                ended = status["result"]
+                ended, final = status["result"], status.get("final")
             elif not status.get("alive"):
                 # The supervisor writes its result before it exits: look once more, then call it lost.
                 again = self._agent("status", dict(cfg, **offsets))
@@ -294,10 +293,8 @@ class ActionModule(ActionBase):
                     "error": f"the supervisor of the run is gone; see {state_dir}",
                 }
 
-        final_cfg = dict(cfg, log_limit=256 * 1024)
-        if args["bundle"]:
-            final_cfg["bundle"] = {"skip": args["bundle_skip"], "limit": args["bundle_limit"]}
-        final = self._agent("final", final_cfg)
+        if final is None:
+            final = self._agent("final", dict(cfg, **final_options))
         outcome = final.get("result") or ended
         log_tail = final.get("log_tail", "")
         lines = [line for line in log_tail.replace("\r", "\n").splitlines() if line.strip()]
@@ -320,6 +317,13 @@ class ActionModule(ActionBase):
                 "output_lines": lines[-args["output_lines"] :],
                 "rank_lines": {key: value[-20:] for key, value in split_ranks(log_tail).items()},
                 "attempts": train_agent.attempt_summary([*(final.get("attempts") or []), outcome]),
+                # Seconds of each phase, as the code that ran it measured them (run.json's timing).
+                "phases": {
+                    "job_start": started_in,
+                    "job": outcome.get("duration"),
+                    "sweep": outcome.get("sweep_seconds"),
+                    "results": final.get("seconds"),
+                },
             }
         )
         if args["bundle"]:

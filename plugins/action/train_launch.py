@@ -22,6 +22,7 @@ import json
 import os
 import posixpath
 import tarfile
+import time
 from typing import Any, Dict, Optional
 
 from ansible.errors import AnsibleActionFail
@@ -58,6 +59,7 @@ class ActionModule(ActionBase):
         return result
 
     def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+        begun = time.monotonic()
         result = super().run(tmp, task_vars)
         del tmp
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
@@ -74,11 +76,13 @@ class ActionModule(ActionBase):
         if switched:
             return self._hand_over(result, f"a full check was asked for ({', '.join(switched)})")
 
+        checking = time.monotonic()
         plan = self._execute_module(
             module_name="amx.cluster.launch_plan",
             module_args={"state": "check", "inputs": inputs, "plan_dir": args["plan_dir"], "run_id": args["run_id"]},
             task_vars=task_vars,
         )
+        checked = time.monotonic() - checking
         if plan.get("failed"):
             raise AnsibleActionFail(plan.get("msg") or "amx.cluster.launch_plan failed")
         if not plan.get("ready"):
@@ -101,9 +105,16 @@ class ActionModule(ActionBase):
             self._forget_plan(inputs, args["plan_dir"], "the job could not be followed to its end", task_vars)
             raise
         self._settle_plan(done, inputs, args["plan_dir"], task_vars)
+        unpacking = time.monotonic()
         bundle = done.pop("bundle", None)
         files = unpack(bundle, results_dir) if bundle else []
         metrics = read_json(os.path.join(results_dir, "metrics.json"))
+        job_phases = done.setdefault("phases", {})
+        job_phases["results"] = round((job_phases.get("results") or 0) + time.monotonic() - unpacking, 3)
+        # The module's round trip less what it measured itself: the plan's part is the rest (Ansible's module
+        # transfer and start, the plan and the smoke record read).
+        phases = dict(plan.get("phases") or {})
+        phases["plan"] = round(max(checked - sum(phases.values()), 0.0), 3)
         record = run_record(
             plan["record"],
             run_id=plan["run_id"],
@@ -117,6 +128,7 @@ class ActionModule(ActionBase):
             single_node=None,
             job=done,
             metrics=metrics,
+            timing={"phases": phases, "wall": round(time.monotonic() - begun, 3)},
         )
         os.makedirs(results_dir, exist_ok=True)
         with open(os.path.join(results_dir, "run.json"), "w", encoding="utf-8") as handle:

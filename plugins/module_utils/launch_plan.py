@@ -206,6 +206,7 @@ def run_record(
     single_node: Optional[Mapping[str, Any]],
     job: Mapping[str, Any],
     metrics: Optional[Mapping[str, Any]],
+    timing: Optional[Mapping[str, Any]] = None,
 ) -> Dict[str, Any]:
     """A run's record (run.json on the controller), the same for the full path and the one-step launch.
 
@@ -214,7 +215,8 @@ def run_record(
     ``launch`` the rendered launch (command, argv, env, genv, setvars); ``smoke`` the smoke test's figures (its
     ``onednn``: the JSON lines of the ranks that ran the bf16 probe, and ``onednn_run``: the run whose smoke test
     gave them, when it is an earlier one's record), which become ``amx`` (module_utils/onednn_verbose.py);
-    ``job`` amx.cluster.train_job's result; ``metrics`` the run's metrics.json (empty when there is none)."""
+    ``job`` amx.cluster.train_job's result; ``metrics`` the run's metrics.json (empty when there is none);
+    ``timing`` the launch's own phases before the job's (``phases``, seconds) and its ``wall`` time, when known."""
     metrics = dict(metrics or {})
     train = metrics.get("train")
     smoke = dict(smoke) if smoke else None
@@ -252,6 +254,12 @@ def run_record(
         # Every attempt of the job: a failed one, kept in state/job/attempts/N/, then the one that went on from
         # its checkpoint.
         "attempts": list(job.get("attempts") or []),
+        # Seconds of each phase, measured by the code that ran it: the launch's (plan, probe, prepare) then the
+        # job's (job_start, job, sweep, results); ``wall`` the whole launch's, when it is one step.
+        "timing": {
+            "phases": {**dict((timing or {}).get("phases") or {}), **dict(job.get("phases") or {})},
+            "wall": (timing or {}).get("wall"),
+        },
         "epoch_seconds": train.get("epoch_seconds") if isinstance(train, Mapping) else None,
         "metrics": {
             key: metrics.get(key)

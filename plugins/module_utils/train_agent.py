@@ -23,7 +23,8 @@ Commands (``python3 train_agent.py COMMAND 'JSON'``, one JSON document out on st
 ``status``  is the supervisor alive; the lines appended to the progress file and to the launcher's
             output since the given offsets; the result once there is one. With ``wait`` (seconds) a long
             poll: it answers as soon as there is something new (new lines, the result, the supervisor
-            gone), after ``wait`` seconds at the latest.
+            gone), after ``wait`` seconds at the latest. With ``final`` (its options), the answer that
+            carries the result carries ``final``'s answer too.
 ``final``   the result, the tail of the launcher's output and the results of the earlier attempts; with
             ``bundle`` (``{"skip": REGEX, "limit": BYTES}``), every file of the run folder as a tar.gz.
 ``scan``    the processes of the job on this node (pid, rank, command).
@@ -445,6 +446,7 @@ def supervise(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> 
     kill_group(proc.pid, grace=3.0)
     sweeps = sweep_cluster(cfg)
     rank_logs = write_rank_logs(files["log"], cfg["logs_dir"]) if cfg.get("logs_dir") else []
+    swept = time.time()
     result = {
         "rc": rc,
         "signal": abs(rc) if (rc or 0) < 0 else None,
@@ -453,6 +455,8 @@ def supervise(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> 
         "started": started,
         "ended": ended,
         "duration": round(ended - started, 3),
+        # The clean-up after the launcher: its process group, the sweep on every node, the per-rank logs.
+        "sweep_seconds": round(swept - ended, 3),
         "sweeps": sweeps,
         "rank_logs": rank_logs,
         "launcher_log": files["log"],
@@ -508,7 +512,10 @@ def start(cfg: Dict[str, Any], secrets: Optional[Dict[str, str]] = None) -> Dict
         if info.get("launcher_pid") or os.path.exists(files["result"]):
             break
         time.sleep(0.1)
-    return {"state": "started", "supervisor": read_json(files["supervisor"], {}), "result": read_json(files["result"])}
+    info = read_json(files["supervisor"], {})
+    # How long the job has run when this answer leaves: the caller's start phase ends where the job's begins.
+    running = round(max(time.time() - float(info.get("started") or time.time()), 0.0), 3)
+    return {"state": "started", "supervisor": info, "result": read_json(files["result"]), "running": running}
 
 
 def look(cfg: Dict[str, Any]) -> Dict[str, Any]:
@@ -541,6 +548,9 @@ def status(cfg: Dict[str, Any]) -> Dict[str, Any]:
     while wait and not something_new(cfg, answer) and time.monotonic() < deadline:
         time.sleep(min(POLL_STEP, max(deadline - time.monotonic(), 0.0)))
         answer = look(cfg)
+    # The run's end with ``final`` (its options) in the same answer: no round trip more for it.
+    if answer["result"] is not None and isinstance(cfg.get("final"), dict):
+        answer["final"] = final(dict(cfg, **cfg["final"]))
     return answer
 
 
@@ -581,6 +591,7 @@ def bundle(run_dir: str, skip: str = "", limit: int = 0) -> Dict[str, Any]:
 
 
 def final(cfg: Dict[str, Any]) -> Dict[str, Any]:
+    begun = time.monotonic()
     files = paths(cfg)
     answer = {
         "result": read_json(files["result"]),
@@ -590,6 +601,7 @@ def final(cfg: Dict[str, Any]) -> Dict[str, Any]:
     if isinstance(cfg.get("bundle"), dict):
         options = cfg["bundle"]
         answer.update(bundle(cfg["run_dir"], str(options.get("skip") or ""), int(options.get("limit") or 0)))
+    answer["seconds"] = round(time.monotonic() - begun, 3)
     return answer
 
 

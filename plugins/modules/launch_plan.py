@@ -138,6 +138,10 @@ smoke_reason:
   description: Why the smoke test is not due (its record still holds).
   returned: when ready
   type: str
+phases:
+  description: Seconds of the check's phases, V(probe) (every node, in parallel) and V(prepare) (the run's folders).
+  returned: when ready
+  type: dict
 smoke_figures:
   description:
     - What the recorded smoke test measured (C(run_id), C(onednn) the bf16 probe's lines per node), for the run's
@@ -357,7 +361,9 @@ def check_plan(params, plan_path, check_mode):
         for node in nodes
     }
     ssh_options = plan["job"].get("ssh_options") or []
+    probing = time.monotonic()
     answers = probe_nodes(nodes, specs, ssh_options, user, params["timeout"])
+    phases = {"probe": round(time.monotonic() - probing, 3), "prepare": 0.0}
     changes = node_changes(plan, answers)
     if changes:
         shown = "; ".join(changes[:4]) + (f"; and {len(changes) - 4} more" if len(changes) > 4 else "")
@@ -366,9 +372,11 @@ def check_plan(params, plan_path, check_mode):
         return {"ready": False, "reason": "check mode (the full path shows what a launch would do)"}
     launch = render(plan["launch"], run_dir, run_id)
     if params["prepare"]:
+        preparing = time.monotonic()
         prepare(plan, nodes, run_dir, launch["script"], ssh_options, params["timeout"])
         # A plan in use is among the newest that prune keeps.
         os.utime(plan_path)
+        phases["prepare"] = round(time.monotonic() - preparing, 3)
     return {
         "ready": True,
         "changed": bool(params["prepare"]),
@@ -381,6 +389,7 @@ def check_plan(params, plan_path, check_mode):
         "job": fill_run(plan["job"], run_dir, run_id),
         "record": fill_run(plan["record"], run_dir, run_id),
         "user": user,
+        "phases": phases,
     }
 
 

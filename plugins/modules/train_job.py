@@ -271,6 +271,14 @@ attempts:
   returned: success, not in check mode
   type: list
   elements: dict
+phases:
+  description:
+    - Seconds of the job's phases - V(job_start) (the agent written and started, one round trip), V(job) (the
+      launcher's run), V(sweep) (the clean-up on every node after it), V(results) (the last answer, with the
+      output's tail and the bundle).
+  returned: success, not in check mode
+  type: dict
+  version_added: 0.2.0
 left_running:
   description: Processes of the job still alive after the clean-up, per node (empty when all is clean).
   returned: success, not in check mode

@@ -192,3 +192,40 @@ def test_the_agents_sweep_reaches_the_worker_through_the_mesh(wired):
     )
     answer = json.loads(on(master, f'python3 -c "{code}"', user="amx").stdout.strip().splitlines()[-1])
     assert answer == {"processes": []}, answer
+
+
+def test_the_master_shares_one_connection_per_node(wired):
+    """ControlMaster: the first ssh to node1 leaves a master behind for ssh_mesh_control_persist seconds, and a
+    caller that reads ssh's output to its end (train_agent.remote, launch_plan's probe) is not held by it."""
+    fleet = wired[0]
+    master = fleet["master"]
+    timed = (
+        "import subprocess, time; t = time.monotonic(); "
+        "subprocess.run(['ssh', '-o', 'BatchMode=yes', 'node1', 'true'], capture_output=True, check=True, timeout=20); "
+        "print(round(time.monotonic() - t, 3))"
+    )
+    on(master, "ssh -O exit node1 2>/dev/null; true", user="amx")
+    first = float(on(master, f'python3 -c "{timed}"', user="amx").stdout)
+    assert first < 10, f"ssh's output was held open {first} s: the persisting master keeps the caller's pipes"
+    assert on(master, "ssh -O check node1", user="amx", check=False).returncode == 0
+    assert on(master, "ls ~/.ssh/cm-*", user="amx").stdout.strip()
+    # What Hydra needs of the shared connection: sessions at once, each with the remote command's exit status.
+    together = "; ".join(f"ssh -x node1 'sleep 1; exit {n}' & p{n}=$!" for n in (1, 2, 3))
+    statuses = on(master, together + "; for p in $p1 $p2 $p3; do wait $p; echo $?; done", user="amx").stdout.split()
+    assert statuses == ["1", "2", "3"], statuses
+    loop = "t=$(date +%s%N); for i in 1 2 3 4 5; do ssh {} node1 true; done; echo $(( ($(date +%s%N) - t) / 5000000 ))"
+    fresh = int(on(master, loop.format("-o ControlPath=none"), user="amx").stdout)
+    shared = int(on(master, loop.format(""), user="amx").stdout)
+    print(f"ssh node1 true: {fresh} ms a new connection, {shared} ms through the master's")
+    assert shared < fresh, (shared, fresh)
+
+
+def test_a_stale_socket_does_not_stop_the_next_ssh(wired):
+    """A master that died (killed, the node rebooted) leaves its socket: ssh removes it and connects anew."""
+    fleet = wired[0]
+    master = fleet["master"]
+    on(master, "ssh node1 true", user="amx")
+    pid = re.search(r"pid=(\d+)", on(master, "ssh -O check node1 2>&1", user="amx").stdout).group(1)
+    on(master, f'kill -9 {pid}; sleep 0.2; test -S "$(ls ~/.ssh/cm-*)"', user="amx")
+    assert on(master, "ssh -o BatchMode=yes node1 whoami", user="amx").stdout.strip() == USER
+    assert on(master, "ssh -O check node1", user="amx", check=False).returncode == 0

@@ -72,7 +72,7 @@ done
 """
 
 
-def play(run_dir, *extra, check=False, callback=None, fails=False):
+def play(run_dir, *extra, check=False, callback=None, fails=False, verbose=False):
     """Run the play; returns (stderr, where the progress lines go; the task's result; stdout).
 
     With ``fails``, the play must fail (an error raised before the job starts, which failed_when does not cover)."""
@@ -87,6 +87,8 @@ def play(run_dir, *extra, check=False, callback=None, fails=False):
         argv += ["-e", item]
     if check:
         argv.append("--check")
+    if verbose:
+        argv.append("-vvv")
     done = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert (done.returncode != 0) if fails else (done.returncode == 0), done.stdout + done.stderr
     task = json.loads((run_dir / "task.json").read_text()) if (run_dir / "task.json").exists() else None
@@ -130,6 +132,26 @@ def test_a_job_runs_shows_progress_and_is_reported_once(run_dir, extra):
     assert again["changed"] is False
     assert again["rc"] == 0
     assert "started" not in out
+
+
+@pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")
+def test_the_job_says_its_phases_and_starts_and_ends_without_round_trips_of_their_own(run_dir):
+    """Each command on the master is one round trip (an EXEC line at -vvv): the agent is written and started in
+    one, and the answer that has the result has the final one's too (no `final` command)."""
+    write_job(run_dir)
+    started = time.monotonic()
+    _out, task, stdout = play(run_dir, "bundle=true", verbose=True)
+    took = time.monotonic() - started
+    commands = [line for line in stdout.splitlines() if line.startswith("<localhost> EXEC ")]
+    agent = [line for line in commands if "train_agent.py" in line]
+    assert [line for line in agent if " start " in line or " final " in line] == agent[:1], agent
+    assert " start " in agent[0] and "base64.b64decode" in agent[0]
+    phases = task["phases"]
+    assert sorted(phases) == ["job", "job_start", "results", "sweep"]
+    assert all(isinstance(seconds, float) and seconds >= 0 for seconds in phases.values()), phases
+    assert phases["job"] >= 1.6  # the job's four steps of 0.4 s
+    assert sum(phases.values()) <= took
+    assert "launch.sh" in unpack(task["bundle"])
 
 
 @pytest.mark.skipif(not PLAYBOOK.exists(), reason="ansible-playbook is not next to this Python")

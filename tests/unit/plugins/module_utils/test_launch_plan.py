@@ -300,6 +300,36 @@ def test_run_record_has_the_full_paths_shape():
         "measured_in": None,
     }
     assert run_record(static, RUN_ID, RUN_DIR, {}, None, None, {}, None)["succeeded"] is False
+    # The full path: the job's phases only, no wall time of its own.
+    assert record["timing"] == {"phases": {}, "wall": None}
+
+
+@pytest.mark.parametrize(
+    ("timing", "expected"),
+    [
+        (None, {"phases": {"job_start": 0.2, "job": 3.5, "sweep": 0.1, "results": 0.05}, "wall": None}),
+        (
+            {"phases": {"plan": 0.3, "probe": 0.2, "prepare": 0.1}, "wall": 4.8},
+            {
+                "phases": {
+                    "plan": 0.3,
+                    "probe": 0.2,
+                    "prepare": 0.1,
+                    "job_start": 0.2,
+                    "job": 3.5,
+                    "sweep": 0.1,
+                    "results": 0.05,
+                },
+                "wall": 4.8,
+            },
+        ),
+    ],
+    ids=["full-path", "one-step"],
+)
+def test_run_record_keeps_each_phases_seconds(timing, expected):
+    job = {"rc": 0, "job_failed": False, "phases": {"job_start": 0.2, "job": 3.5, "sweep": 0.1, "results": 0.05}}
+    record = run_record({}, RUN_ID, RUN_DIR, {}, None, None, job, None, timing)
+    assert record["timing"] == expected
 
 
 @pytest.mark.parametrize(

@@ -165,12 +165,14 @@ def test_start_detaches_reports_progress_and_splits_the_logs(run):
     answer = agent("start", run)
     assert answer["state"] == "started"
     assert time.time() - started < 1.4, "start returns before the run ends"
+    assert 0 <= answer["running"] < 1.4  # the job's time when the answer left, for the caller's start phase
     supervisor = answer["supervisor"]["pid"]
     assert os.getsid(supervisor) == supervisor, "the supervisor leads a session of its own"
 
     result = wait_for_result(run)
     assert result["rc"] == 0 and result["timed_out"] is False
     assert result["sweeps"]["localhost"]["left"] == []
+    assert 0 <= result["sweep_seconds"] < 30 and result["duration"] >= 1.5
     status = agent("status", run)
     assert [json.loads(line)["step"] for line in status["progress"]["text"].splitlines()] == [1, 2, 3]
     logs = sorted(os.listdir(run["logs_dir"]))
@@ -396,6 +398,20 @@ def test_status_waits_until_the_result_is_written(watched):
     writer.wait()
     assert answer["result"] == {"rc": 0}
     assert took < 45
+
+
+def test_status_with_final_carries_its_answer_once_the_result_is_there(watched):
+    cfg, _supervisor, _log = watched
+    asked = dict(cfg, final={"log_limit": 1024})
+    assert "final" not in agent("status", asked)  # still running: nothing final yet
+    result = os.path.join(cfg["state_dir"], "result.json")
+    with open(result, "w") as handle:
+        handle.write('{"rc": 0, "duration": 1.5, "sweep_seconds": 0.2}\n')
+    answer = agent("status", asked)
+    assert answer["final"]["result"] == answer["result"] == {"rc": 0, "duration": 1.5, "sweep_seconds": 0.2}
+    assert answer["final"]["log_tail"] == "[0] starting\n"
+    assert 0 <= answer["final"]["seconds"] < 30
+    assert "final" not in agent("status", cfg)  # not asked for
 
 
 def test_status_waits_until_the_supervisor_is_gone(watched):
