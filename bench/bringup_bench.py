@@ -127,10 +127,10 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--keep-workdir", action="store_true", help="keep the logs and inventories (path printed)")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.nodes, args.runs, args.skip_baseline, args.skip_train = args.nodes or 1, 1, True, True
+        args.nodes, args.runs, args.skip_baseline, args.skip_train = 1 if args.nodes is None else args.nodes, 1, True, True
         args.wheelhouse = args.wheelhouse or "shared"
     args.wheelhouse = args.wheelhouse or "cold"
-    args.nodes = args.nodes or 3
+    args.nodes = 3 if args.nodes is None else args.nodes
     if args.nodes < 1 or args.runs < 1:
         parser.error("--nodes and --runs must be 1 or more")
     if args.everyday_runs < 0:
