@@ -127,7 +127,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--keep-workdir", action="store_true", help="keep the logs and inventories (path printed)")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.nodes, args.runs, args.skip_baseline, args.skip_train = 1 if args.nodes is None else args.nodes, 1, True, True
+        args.nodes = 1 if args.nodes is None else args.nodes
+        args.runs, args.skip_baseline, args.skip_train = 1, True, True
         args.wheelhouse = args.wheelhouse or "shared"
     args.wheelhouse = args.wheelhouse or "cold"
     args.nodes = 3 if args.nodes is None else args.nodes

@@ -19,9 +19,9 @@ import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
-import socket
 import tarfile
 
 import pytest
