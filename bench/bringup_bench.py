@@ -79,7 +79,7 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bringup_bench.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--nodes", type=int, default=3, help="nodes of the cluster (default: 3)")
+    parser.add_argument("--nodes", type=int, help="nodes of the cluster (default: 3; 1 with --smoke)")
     parser.add_argument("--runs", type=int, default=5, help="runs of every measurement (default: 5)")
     parser.add_argument("--skip-baseline", action="store_true", help="no sequential baseline (no ratio)")
     parser.add_argument("--skip-train", action="store_true", help="no train.yml (no launch overhead, no scaling)")
@@ -103,8 +103,8 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument(
         "--smoke",
         action="store_true",
-        help="the smallest end-to-end check: 1 node, 1 run, provision.yml twice on the shared wheelhouse; no "
-        "baseline, no bytes, no train.yml, no scaling report",
+        help="the smallest end-to-end check: 1 node (or --nodes), 1 run, provision.yml twice on the shared "
+        "wheelhouse; no baseline, no bytes, no train.yml, no scaling report",
     )
     parser.add_argument(
         "--node-cpus",
@@ -127,9 +127,11 @@ def parse_args(argv: List[str]) -> argparse.Namespace:
     parser.add_argument("--keep-workdir", action="store_true", help="keep the logs and inventories (path printed)")
     args = parser.parse_args(argv)
     if args.smoke:
-        args.nodes, args.runs, args.skip_baseline, args.skip_train = 1, 1, True, True
+        args.nodes = 1 if args.nodes is None else args.nodes
+        args.runs, args.skip_baseline, args.skip_train = 1, True, True
         args.wheelhouse = args.wheelhouse or "shared"
     args.wheelhouse = args.wheelhouse or "cold"
+    args.nodes = 3 if args.nodes is None else args.nodes
     if args.nodes < 1 or args.runs < 1:
         parser.error("--nodes and --runs must be 1 or more")
     if args.everyday_runs < 0:

@@ -19,6 +19,7 @@ import json
 import os
 import pathlib
 import shutil
+import socket
 import subprocess
 import sys
 import tarfile
@@ -90,14 +91,14 @@ def host_vars(node) -> dict:
         "torch_stack_controller_cache": cache,
         "torch_stack_node_wheelhouse": str(top / "node-wheelhouse"),
         "__torch_stack_state": {"install_needed": True},
-        "__torch_stack_plan": {"wheelhouse": spec},
+        "__torch_stack_plan": {"wheelhouse": spec, "group": "root"},
     }
 
 
-def run(node) -> subprocess.CompletedProcess:
+def run(node, inventory=None) -> subprocess.CompletedProcess:
     top = node["top"]
     (top / "play.yml").write_text(PLAY)
-    (top / "inventory.json").write_text(json.dumps({"all": {"hosts": {"node": host_vars(node)}}}))
+    (top / "inventory.json").write_text(json.dumps(inventory or {"all": {"hosts": {"node": host_vars(node)}}}))
     env = ansible_env(top / "home")
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_CACHE_DIR=str(top / "pip-cache"), PIP_DISABLE_PIP_VERSION_CHECK="1")
     argv = [str(VENV_BIN / "ansible-playbook"), "-i", str(top / "inventory.json"), str(top / "play.yml")]
@@ -139,3 +140,29 @@ def test_a_second_run_downloads_nothing(runs):
     task = second.stdout.split("TASK [amx.cluster.torch_stack : Download the wheelhouses on the controller]")[1]
     task = task.split("TASK [")[0]
     assert "changed:" not in task and "ok: [node]" in task, task
+
+
+def test_the_master_serves_the_wheelhouse_to_a_worker_and_stops(node, runs):
+    """Two nodes on one wheelhouse: the controller copies it to the master alone, the worker fetches it from the
+    master's short-lived server (checked by SHA-256) and installs; the server is gone after the run."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    relay = {"torch_stack_wheelhouse_relay_address": "127.0.0.1", "torch_stack_wheelhouse_relay_port": port}
+    hosts = {
+        name: {**host_vars(node), **relay, "torch_stack_node_wheelhouse": str(node["top"] / f"{name}-wheelhouse")}
+        for name in ("worker", "master")
+    }
+    inventory = {"all": {"hosts": hosts, "children": {"master": {"hosts": {"master": {}}}}}}
+    result = run(node, inventory)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+    def task(name):
+        return result.stdout.split(f"TASK [amx.cluster.torch_stack : {name}]")[1].split("TASK [")[0]
+
+    copied = task("Copy the wheelhouse from the controller (to the seed node alone)")
+    assert "changed: [master]" in copied and "skipping: [worker]" in copied, copied
+    fetched = task("Fetch the wheelhouse from the seed node over the cluster's network")
+    assert "changed: [worker]" in fetched and "skipping: [master]" in fetched, fetched
+    with socket.socket() as probe:
+        assert probe.connect_ex(("127.0.0.1", port)) != 0, "the master's server still listens after the run"

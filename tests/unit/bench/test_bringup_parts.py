@@ -132,6 +132,8 @@ def test_the_command_line_smoke_mode():
     assert (args.nodes, args.runs, args.skip_baseline, args.skip_train, args.wheelhouse) == (1, 1, True, True, "shared")
     assert bringup_bench.parse_args(["--smoke", "--wheelhouse", "cold"]).wheelhouse == "cold"
     assert bringup_bench.parse_args([]).wheelhouse == "cold"
+    assert bringup_bench.parse_args([]).nodes == 3
+    assert bringup_bench.parse_args(["--smoke", "--nodes", "3"]).nodes == 3
     assert bringup_bench.skipped_parts(args) == [
         "the sequential baseline (no provision/baseline ratio)",
         "train.yml (no launch overhead, no throughput, no scaling report)",
