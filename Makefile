@@ -14,7 +14,7 @@ MOLECULE_SCENARIOS := default amx_check tcmalloc torch_stack hf_examples fleet
 molecule-check = "molecule-$(1)=molecule test -s $(1)"
 MOLECULE_SLOW := ipex
 
-.PHONY: demo setup host-packages docker node-image lint sanity unit integration molecule molecule-slow bench bench-smoke test build clean
+.PHONY: demo setup host-packages docker node-image lint sanity unit core-newest integration molecule molecule-slow bench bench-smoke test build clean
 
 # The local demo: this machine as a one-node cluster (inventory/local.yml), provisioned, then trained on.
 # Extra options go in DEMO_ARGS, e.g. DEMO_ARGS='-e train_epochs=2'.
@@ -60,6 +60,12 @@ sanity: setup
 unit: setup
 	pytest -q tests/unit
 
+# The newest ansible-core (tests/core-newest.txt) on pyenv's Python 3.13, in a virtualenv of its own: every plugin's
+# documentation, every playbook's syntax, the unit tests and the provision against the local EC2 API
+# (tests/core-range.sh). The oldest line meta/runtime.yml admits is requirements-dev.txt's, which every check uses.
+core-newest: setup
+	bash tests/core-range.sh tests/core-newest.txt 3.13
+
 integration: setup host-packages node-image
 	pytest -q tests/integration
 
@@ -93,7 +99,8 @@ build: setup
 # integration suite), but the whole run is shorter than one check after the other. TEST_JOBS=1 runs them in turn.
 TEST_JOBS ?= 2
 TEST_CHECKS = $(call molecule-check,fleet) "integration=$(MAKE) -s integration" $(call molecule-check,torch_stack) \
-  "unit=$(MAKE) -s unit" $(foreach s,$(filter-out fleet torch_stack,$(MOLECULE_SCENARIOS)),$(call molecule-check,$(s))) \
+  "unit=$(MAKE) -s unit" "core-newest=$(MAKE) -s core-newest" \
+  $(foreach s,$(filter-out fleet torch_stack,$(MOLECULE_SCENARIOS)),$(call molecule-check,$(s))) \
   "lint=$(MAKE) -s lint" "sanity=$(MAKE) -s sanity" "build=bash tests/build-install.sh" "bench=$(MAKE) -s bench-smoke"
 test: setup host-packages node-image
 	@bash tests/run-checks.sh -j $(TEST_JOBS) $(TEST_CHECKS)

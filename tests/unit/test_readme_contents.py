@@ -51,4 +51,7 @@ def test_the_tested_core_versions_are_the_ones_ci_installs():
     tested = pin(REPO / "requirements-dev.txt", "ansible-core")
     claim = yaml.safe_load((REPO / "meta" / "runtime.yml").read_text())["requires_ansible"]
     assert claim == ">=" + ".".join(tested.split(".")[:2]) + ".0", "meta/runtime.yml admits only what CI tests"
-    assert f"Tested with ansible-core {tested}, with every check" in README
+    newest = pin(REPO / "tests" / "core-newest.txt", "ansible-core")
+    text = " ".join(README.split())
+    assert f"as community.crypto and amazon.aws do: {tested} (requirements-dev.txt's, with every check) and" in text
+    assert f"and {newest} (`tests/core-newest.txt`" in text
