@@ -15,14 +15,18 @@ preflight would have set; the preflight itself is covered by the bad-input tests
 
 from __future__ import annotations
 
+import functools
+import http.server
 import json
 import os
 import pathlib
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import tarfile
+import threading
 
 import pytest
 from ansible_env import ansible_env
@@ -166,3 +170,32 @@ def test_the_master_serves_the_wheelhouse_to_a_worker_and_stops(node, runs):
     assert "changed: [worker]" in fetched and "skipping: [master]" in fetched, fetched
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0, "the master's server still listens after the run"
+
+
+def test_a_worker_that_cannot_fetch_from_the_master_gets_the_controllers_copy(node, runs):
+    """The relay's port is taken on the master by another server (one that answers 404): the master's own server
+    cannot bind it, the worker's fetch fails, and the worker gets the tar from the controller instead and installs;
+    the run succeeds and its recap counts the rescue."""
+    empty = node["top"] / "empty"
+    empty.mkdir()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(empty))
+    other = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    port = other.server_address[1]
+    relay = {"torch_stack_wheelhouse_relay_address": "127.0.0.1", "torch_stack_wheelhouse_relay_port": port}
+    hosts = {
+        name: {**host_vars(node), **relay, "torch_stack_node_wheelhouse": str(node["top"] / f"{name}-taken-wheelhouse")}
+        for name in ("worker", "master")
+    }
+    inventory = {"all": {"hosts": hosts, "children": {"master": {"hosts": {"master": {}}}}}}
+    try:
+        result = run(node, inventory)
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+    instead = result.stdout.split("TASK [amx.cluster.torch_stack : Copy the wheelhouse from the controller instead")[1]
+    assert "changed: [worker]" in instead.split("TASK [")[0], instead
+    recap = result.stdout.split("PLAY RECAP")[1]
+    assert re.search(r"worker\s*:.*failed=0.*rescued=1", recap), recap
+    assert re.search(r"master\s*:.*failed=0.*rescued=0", recap), recap
