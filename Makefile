@@ -95,8 +95,8 @@ build: setup
 
 # Two checks at once, longest first: tests/run-checks.sh starts the next check whenever one ends, so the fleet
 # scenario and the integration suite start together and the short checks fill in behind them (one molecule scenario
-# per check). Two at once, each check runs slower (the fleet scenario took 33 min alone and 50 beside the
-# integration suite), but the whole run is shorter than one check after the other. TEST_JOBS=1 runs them in turn.
+# per check). Two at once, each check runs slower, but the whole run is shorter than one check after the other
+# (tests/run-checks.sh prints each check's time). TEST_JOBS=1 runs them in turn.
 TEST_JOBS ?= 2
 TEST_CHECKS = $(call molecule-check,fleet) "integration=$(MAKE) -s integration" $(call molecule-check,torch_stack) \
   "unit=$(MAKE) -s unit" "core-newest=$(MAKE) -s core-newest" \

@@ -16,7 +16,7 @@ description:
   - On the controller, hashes the including role's inputs - the collection's version and plugin code
     (C(plugins/action), C(filter), C(module_utils), C(modules), C(plugin_utils)), the files of the role and of
     C(amx.cluster.node_stamp) but their READMEs, and the role's options (its C(meta/argument_specs.yml) but
-    C(<role>_preflight_done)) templated for this host.
+    C(<role>_preflight_done) and C(<role>_os_packages_done)) templated for this host.
   - On the node, one M(amx.cluster.node_state) call reads the role's record of these inputs and decides; see there
     for what the fingerprint covers.
 options:

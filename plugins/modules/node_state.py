@@ -232,14 +232,13 @@ def amx_state():
         with open(CPUINFO) as handle:
             cpuinfo = handle.read()
         uname = os.uname()
-        getaffinity = getattr(os, "sched_getaffinity", None)
         facts = gather_cpu_facts(
             cpuinfo,
             None,
             machine=uname.machine,
             kernel_release=uname.release,
             probe=probe_amx(uname.machine),
-            allowed_cpus=sorted(getaffinity(0)) if getaffinity else None,
+            allowed_cpus=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         )
     except (OSError, CpuInfoError) as exc:
         return {node_probe.UNREADABLE: type(exc).__name__}

@@ -21,9 +21,10 @@ from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
 
 # Files of a role that do not change what it does.
 LEFT_OUT = ("README.md",)
-# Options that say how this run checks the node, not what the role makes of it: node_setup.yml sets
-# <role>_preflight_done where train.yml does not.
-RUN_OPTION_SUFFIXES = ("_preflight_done",)
+# Options that say how this run works, not what the role makes of the node: node_setup.yml sets
+# <role>_preflight_done (it checked the input already) and <role>_os_packages_done (it installed the packages in
+# one call) where a user's playbook does not. The fingerprint still holds the packages' versions.
+RUN_OPTION_SUFFIXES = ("_preflight_done", "_os_packages_done")
 # The collection's code that a node role's run uses (its modules and what they ship, its actions and filters): a
 # checkout at the same version with other code is other inputs.
 PLUGIN_FOLDERS = ("action", "filter", "module_utils", "modules", "plugin_utils")

@@ -90,6 +90,8 @@ def test_option_names_are_the_argument_specs():
     assert "tcmalloc_install" in names
     # How a run checks the node is not an input: node_setup.yml sets tcmalloc_preflight_done, train.yml does not.
     assert "tcmalloc_preflight_done" not in names
+    # Nor how it installs the OS packages: node_setup.yml installs them in one call, a user's playbook per role.
+    assert "tcmalloc_os_packages_done" not in names
     # Facts the role sets are not options: a fact set in an earlier play does not change the inputs.
     assert "tcmalloc_library_path" not in names
     with pytest.raises(StampError, match="has no entry point 'nope'"):
