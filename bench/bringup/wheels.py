@@ -94,19 +94,25 @@ def profile_requirements(profile: Dict[str, Any], with_torch: bool = True) -> Li
     return [f"{name}=={version}" for name, version in profile["packages"].items() if with_torch or name != "torch"]
 
 
+def index_requirements(profile: Dict[str, Any]) -> List[str]:
+    """What the benchmark's package index serves besides torch: the profile's pins and a pip wheel, since the role's
+    download takes one too (the node's virtualenv upgrades its pip from the wheelhouse first)."""
+    return [*profile_requirements(profile, with_torch=False), "pip"]
+
+
 def index_folder(profile: Dict[str, Any], torch_wheel: pathlib.Path, cache: pathlib.Path) -> pathlib.Path:
     """A folder with every wheel the profile installs, dependencies and torch included, for the benchmark's own
     package index: `pip download` of the pins with this machine's pip configuration (so torch comes from the wheel
     on disk), for this Python, which is the nodes' too (Debian bookworm's 3.11). Made once per pin set and wheel, in
     `cache`; not timed (it stands for the index's contents, not for a download anyone waits for)."""
-    key = hashlib.sha256("\n".join([torch_wheel.name, *profile_requirements(profile)]).encode()).hexdigest()[:16]
+    pins = index_requirements(profile)
+    key = hashlib.sha256("\n".join([torch_wheel.name, *pins]).encode()).hexdigest()[:16]
     folder = cache / key
     if (folder / ".complete").exists():
         return folder
     partial = cache / f"{key}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir(parents=True)
-    pins = profile_requirements(profile, with_torch=False)
     argv = [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary", ":all:", "--dest", str(partial)]
     proc = subprocess.run([*argv, str(torch_wheel), *pins], capture_output=True, text=True, check=False)
     if proc.returncode != 0:

@@ -249,3 +249,16 @@ def test_the_plans_the_benchmark_removes_are_where_the_one_step_launch_keeps_the
     # train.yml's first play and the role's plan step both leave plan_dir at its default.
     for path in ("playbooks/train.yml", "roles/train/tasks/results.yml"):
         assert "plan_dir" not in (repo / path).read_text()
+
+
+def test_the_package_index_serves_every_wheel_the_roles_download_asks_for():
+    # What the role's `pip download` asks for beyond the profile's requirements (a pip wheel today) must be in the
+    # benchmark's index, or the controller's download fails under --index-rate.
+    from ansible_collections.amx.cluster.plugins.module_utils.stack_profile import pip_download_args
+
+    args = pip_download_args({"requirements": ["PROFILE"]}, "3.11", [], "/wheels")
+    extras = args[args.index("PROFILE") + 1 :]
+    assert extras
+    profile = wheels.native_profile()
+    served = wheels.index_requirements(profile)
+    assert set(wheels.profile_requirements(profile, with_torch=False) + extras) <= set(served)
