@@ -40,6 +40,13 @@ def markdown(report: Dict[str, Any]) -> str:
             "per client: the controller's pip for provision.yml, every node's pip for the baseline.",
             "",
         ]
+    paced = report.get("controller_rate_bytes_per_second")
+    if paced:
+        capped += [
+            f"Everything the controller sends each node over SSH, and gets back, at most {mb(paced)}/s each way per "
+            "node (bench/bringup/controller_link.py).",
+            "",
+        ]
     lines = [
         f"# Bring-up benchmark, {report['date']}",
         "",
@@ -114,8 +121,8 @@ def markdown(report: Dict[str, Any]) -> str:
             "",
             "## Bytes the controller fetched for the wheelhouse",
             "",
-            "| nodes | wheels | from the package index | from local disk | pages of the index read | tar copied "
-            "to each node |",
+            "| nodes | wheels | from the package index | from local disk | pages of the index read | the wheelhouse "
+            "tar |",
             "| ---: | ---: | ---: | ---: | ---: | ---: |",
         ]
         for nodes, b in sorted(s["bytes"].items(), key=lambda kv: int(kv[0])):
@@ -311,13 +318,13 @@ def notes(index: bool) -> List[str]:
         )
     model = (
         [
-            "The package index: the wheels of one `pip download` of the profile's pins (made once, not timed), served"
-            " over http from this machine by bench/bringup/package_index.py, every client address (each node, and the"
-            " controller from this machine's own address) paced by a token bucket of its own, so each gets the stated"
-            " rate as over a link of its own. What the model leaves out: the index's own latency and TLS, a shared "
-            "uplink or a cloud's per-instance limits, the Debian mirror (apt still comes through this machine's one "
-            "connection, for both sides), and the copy of the wheelhouse from the controller to each node (SSH over "
-            "the bridge, not paced)."
+            "The package index: the wheels of one `pip download` of the profile's pins and of pip (made once, not "
+            "timed), served over http from this machine by bench/bringup/package_index.py, every client address (each "
+            "node, and the controller from this machine's own address) paced by a token bucket of its own, so each "
+            "gets the stated rate as over a link of its own. What the model leaves out: the index's own latency and "
+            "TLS, a shared uplink or a cloud's per-instance limits, the Debian mirror (apt still comes through this "
+            "machine's one connection, for both sides), and the master's copy of the wheelhouse to the other nodes "
+            "(the cluster's own network, here the bridge, not paced)."
         ]
         if index
         else []

@@ -159,6 +159,14 @@ def test_the_report_says_when_nodes_were_capped(bringup_report):
     assert "capped" not in report.markdown(bringup_report)
 
 
+def test_the_report_says_when_the_controllers_link_was_paced(bringup_report):
+    paced = copy.deepcopy(bringup_report)
+    paced["controller_rate_bytes_per_second"] = 25_000_000
+    line = "Everything the controller sends each node over SSH, and gets back, at most 25.0 MB/s each way per node"
+    assert line in report.markdown(paced)
+    assert "Everything the controller sends" not in report.markdown(bringup_report)
+
+
 def tiny_wheel(folder, name="tiny_pkg", version="1.0"):
     """A wheel pip accepts: its metadata, WHEEL file and RECORD, nothing to import."""
     dist = f"{name}-{version}.dist-info"
