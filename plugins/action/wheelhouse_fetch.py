@@ -14,7 +14,7 @@ from typing import Any, Dict, Optional
 from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.amx.cluster.plugins.plugin_utils.wheelhouse import DownloadFailed, fetch
+from ansible_collections.amx.cluster.plugins.plugin_utils.wheelhouse import DownloadFailed, fetch, start_fetch
 
 ARGUMENT_SPEC: Dict[str, Any] = {
     "dest": {"type": "path", "required": True},
@@ -24,6 +24,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "files": {"type": "dict", "default": {}},
     "markers": {"type": "dict"},
     "pack": {"type": "bool", "default": False},
+    "background": {"type": "bool", "default": False},
     "description": {"type": "str", "default": "pip download"},
     "hint": {"type": "str", "default": ""},
 }
@@ -40,7 +41,7 @@ class ActionModule(ActionBase):
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         hint = f" {args['hint']}" if args["hint"] else ""
         try:
-            done = fetch(
+            done = (start_fetch if args["background"] else fetch)(
                 args["dest"],
                 args["pip"],
                 args["args"],

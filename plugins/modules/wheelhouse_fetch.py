@@ -60,6 +60,18 @@ options:
     description: Pack the downloaded wheels into one C(wheels.tar) (one transfer per node instead of one per wheel).
     type: bool
     default: false
+  background:
+    description:
+      - Start the download in a process of its own on the controller and return once it holds the lock above, so
+        that it runs while the play goes on; O(dest) appears when it has finished.
+      - A later task with the same O(dest) and without O(background) waits for it and finds the folder complete.
+        When the background download failed, that task downloads again and fails with pip's error (a failure is
+        reported there, not here).
+      - Every input is checked before it starts, as without O(background).
+      - When the play ends first, the process goes on until its download is complete (the next run finds it in
+        the cache) or failed (its C(.partial) folder is emptied by the next download).
+    type: bool
+    default: false
   description:
     description: What is downloaded, for the error message.
     type: str
@@ -111,7 +123,11 @@ cached:
   type: bool
 wheels:
   description: The names of the wheels downloaded by this task (empty when cached or in check mode).
-  returned: always
+  returned: when O(background=false)
   type: list
   elements: str
+started:
+  description: Whether a download was started in the background (false when cached or in check mode).
+  returned: when O(background=true)
+  type: bool
 """

@@ -19,7 +19,7 @@ import os
 import shutil
 import subprocess
 import tarfile
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from ansible_collections.amx.cluster.plugins.module_utils.examples import controller_command, marker_environment
 
@@ -84,6 +84,23 @@ def _pack(folder: str, wheels: Sequence[str]) -> None:
         os.unlink(os.path.join(folder, name))
 
 
+def _checked(
+    dest: str,
+    pip: Sequence[Any],
+    args: Sequence[Any],
+    files: Optional[Mapping[str, Any]],
+    markers: Optional[Mapping[str, Any]],
+    variable: str,
+) -> Tuple[Dict[str, str], Optional[Dict[str, str]], List[str]]:
+    """Every input of a download checked: the files by name, the node's marker values and pip's argument vector."""
+    if os.path.lexists(dest) and not os.path.isdir(dest):
+        raise WheelhouseError(f"{dest} exists and is not a folder: remove it, it is no download of the collection")
+    checked = _check_names(files or {})
+    node = marker_environment(markers) if markers is not None else None
+    markers_file = os.path.join(partial_dir(dest), MARKERS_FILE) if node is not None else None
+    return checked, node, download_command(pip, args, markers_file, variable)
+
+
 def fetch(
     dest: str,
     pip: Sequence[Any],
@@ -93,20 +110,18 @@ def fetch(
     pack: bool = False,
     check_mode: bool = False,
     variable: str = "controller_pip",
+    locked: Optional[Callable[[], None]] = None,
 ) -> Dict[str, Any]:
     """Download into the controller cache folder ``dest`` unless it is there: ``pip download`` with ``args`` (which
     name ``partial_dir(dest)`` for pip's ``--dest`` and for the given files), after writing ``files`` (name: text)
     and, with ``markers`` (the node's PEP 508 values), ``markers.json`` there. Returns changed, cached, path and
-    wheels (the names downloaded; empty when cached). Every input is checked before anything on disk changes."""
+    wheels (the names downloaded; empty when cached). Every input is checked before anything on disk changes.
+    ``locked`` is called once this call holds the cache's lock (``start_fetch`` waits for that)."""
     dest = os.path.abspath(dest)
     work = partial_dir(dest)
     if os.path.isdir(dest):
         return {"changed": False, "cached": True, "path": dest, "wheels": []}
-    if os.path.lexists(dest):
-        raise WheelhouseError(f"{dest} exists and is not a folder: remove it, it is no download of the collection")
-    checked = _check_names(files or {})
-    node = marker_environment(markers) if markers is not None else None
-    argv = download_command(pip, args, os.path.join(work, MARKERS_FILE) if node is not None else None, variable)
+    checked, node, argv = _checked(dest, pip, args, files, markers, variable)
     if check_mode:
         return {"changed": True, "cached": False, "path": dest, "wheels": []}
 
@@ -117,6 +132,8 @@ def fetch(
     lock = os.open(cache, os.O_RDONLY)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if locked is not None:
+            locked()
         if os.path.isdir(dest):
             return {"changed": False, "cached": True, "path": dest, "wheels": []}
         return _download(dest, work, argv, checked, node, pack)
@@ -152,3 +169,50 @@ def _download(
         _pack(work, wheels)
     os.rename(work, dest)
     return {"changed": True, "cached": False, "path": dest, "wheels": wheels}
+
+
+def start_fetch(
+    dest: str,
+    pip: Sequence[Any],
+    args: Sequence[Any],
+    files: Optional[Mapping[str, Any]] = None,
+    markers: Optional[Mapping[str, Any]] = None,
+    pack: bool = False,
+    check_mode: bool = False,
+    variable: str = "controller_pip",
+) -> Dict[str, Any]:
+    """``fetch`` in a process of its own, so that the controller downloads while the nodes do other work; returns
+    (changed, cached, started, path) once that process holds the cache's lock, so a later ``fetch`` of the same
+    ``dest`` waits for it and finds the folder complete, or, when it failed, downloads again and raises pip's error.
+    The inputs are checked here first, as ``fetch`` checks them. When the caller ends first, the process goes on: it
+    leaves a complete download, or a ``.partial`` folder that the next download empties."""
+    dest = os.path.abspath(dest)
+    if os.path.isdir(dest):
+        return {"changed": False, "cached": True, "started": False, "path": dest}
+    _checked(dest, pip, args, files, markers, variable)
+    if check_mode:
+        return {"changed": True, "cached": False, "started": False, "path": dest}
+    # Two forks: the first child starts a session of its own and exits at once (reaped here), so the second, which
+    # downloads, is nobody's child and holds none of the caller's files (a pipe that a test reads to its end, say),
+    # only the pipe that tells this process it holds the lock (or, closed unwritten, that it ended before).
+    ready, tell = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the forked processes leave through os._exit
+        status = 1
+        try:
+            os.setsid()
+            if os.fork() == 0:
+                null = os.open(os.devnull, os.O_RDWR)
+                for stream in (0, 1, 2):
+                    os.dup2(null, stream)
+                os.dup2(tell, 3)
+                os.closerange(4, os.sysconf("SC_OPEN_MAX"))
+                fetch(dest, pip, args, files, markers, pack, variable=variable, locked=lambda: os.close(3))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(tell)
+    os.waitpid(child, 0)
+    os.read(ready, 1)  # returns when the download's process holds the lock or has ended
+    os.close(ready)
+    return {"changed": True, "cached": False, "started": True, "path": dest}

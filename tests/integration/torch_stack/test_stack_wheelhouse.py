@@ -49,6 +49,20 @@ PLAY = """
         tasks_from: install_wheelhouse
 """
 
+# As preflight.yml starts it for bare nodes: the download in the background, then the install, which waits for it.
+PLAY_BACKGROUND = """
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: Start the controller's download
+      ansible.builtin.include_role:
+        name: amx.cluster.torch_stack
+        tasks_from: wheelhouse_download
+      vars:
+        __torch_stack_wh_for: "{{ ansible_play_hosts | map('extract', hostvars) | list }}"
+        __torch_stack_wh_background: true
+""" + PLAY.split("  tasks:\n", 1)[1]
+
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
@@ -70,7 +84,7 @@ def node(tmp_path_factory):
     return {"top": top, "links": links, "venv": venv, "probe": pf.parse_report(probe.stdout)}
 
 
-def host_vars(node) -> dict:
+def host_vars(node, cache_name="controller's cache") -> dict:
     probe, top = node["probe"], node["top"]
     resolved = {
         "name": "stand-in",
@@ -82,7 +96,7 @@ def host_vars(node) -> dict:
     }
     python = probe["python"]
     platforms = sp.platform_tags(python["machine"], python["libc_version"])
-    cache = str(top / "controller's cache")
+    cache = str(top / cache_name)
     spec = sp.wheelhouse_spec(resolved, python, probe["markers"], platforms, cache, ["--no-index"])
     # Where the role's install step wrote them (its vars/main.yml derives the path from torch_stack_venv).
     (node["venv"] / "torch-stack-requirements.txt").write_text("alpha==1.0\n")
@@ -99,9 +113,9 @@ def host_vars(node) -> dict:
     }
 
 
-def run(node, inventory=None) -> subprocess.CompletedProcess:
+def run(node, inventory=None, play=PLAY) -> subprocess.CompletedProcess:
     top = node["top"]
-    (top / "play.yml").write_text(PLAY)
+    (top / "play.yml").write_text(play)
     (top / "inventory.json").write_text(json.dumps(inventory or {"all": {"hosts": {"node": host_vars(node)}}}))
     env = ansible_env(top / "home")
     env.update(PIP_CONFIG_FILE=os.devnull, PIP_CACHE_DIR=str(top / "pip-cache"), PIP_DISABLE_PIP_VERSION_CHECK="1")
@@ -121,6 +135,8 @@ def test_the_wheelhouse_is_made_for_the_nodes_markers_under_a_path_with_a_quote(
         [str(node["venv"] / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True, text=True, check=True
     ).stdout
     assert sp.parse_freeze(freeze) == {"alpha": "1.0", "beta": "1.0", "gamma": "1.0"}
+    site = next((node["venv"] / "lib").glob("python3.*")) / "site-packages"
+    assert not (site / "alpha" / "__pycache__").exists(), "torch_stack_byte_compile false: pip --no-compile"
     cache = node["top"] / "controller's cache"
     downloads = sorted(cache.iterdir())
     assert [p.suffix for p in downloads] == [""], downloads  # one download, no .partial left
@@ -144,6 +160,29 @@ def test_a_second_run_downloads_nothing(runs):
     task = second.stdout.split("TASK [amx.cluster.torch_stack : Download the wheelhouses on the controller]")[1]
     task = task.split("TASK [")[0]
     assert "changed:" not in task and "ok: [node]" in task, task
+
+
+def test_the_download_started_in_the_background_is_awaited_not_made_again(node, runs):
+    """On a cold cache: the background task starts the download and returns, the install's download task waits for
+    it and finds it complete (ok, not changed), and the node installs from it (byte-compiled, as asked)."""
+    # Byte-compiled this time, reinstalled: pip's own default, the role's other setting.
+    settings = {"torch_stack_byte_compile": True, "torch_stack_pip_extra_args": ["--force-reinstall"]}
+    inventory = {"all": {"hosts": {"node": {**host_vars(node, "background cache"), **settings}}}}
+    result = run(node, inventory, PLAY_BACKGROUND)
+    assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
+
+    def task(name):
+        return result.stdout.split(f"TASK [amx.cluster.torch_stack : {name}]")[1].split("TASK [")[0]
+
+    started = task("Download the wheelhouses on the controller (in the background)")
+    assert "changed: [node]" in started, started
+    awaited = task("Download the wheelhouses on the controller")
+    assert "ok: [node]" in awaited and "changed:" not in awaited, awaited
+    assert "changed: [node]" in task("Install the stack from the wheelhouse")
+    site = next((node["venv"] / "lib").glob("python3.*")) / "site-packages"
+    assert (site / "alpha" / "__pycache__").is_dir(), "torch_stack_byte_compile true: pip compiles as it installs"
+    downloads = sorted(p.name for p in (node["top"] / "background cache").iterdir())
+    assert len(downloads) == 1 and not downloads[0].endswith(".partial"), downloads
 
 
 def test_the_master_serves_the_wheelhouse_to_a_worker_and_stops(node, runs):

@@ -8,6 +8,7 @@ a quote, failures that leave no download behind and bad input refused before any
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import tarfile
 
@@ -159,3 +160,65 @@ def test_two_runs_that_want_the_same_download_at_once_make_it_once(tmp_path, lin
         ["alpha-1.0-py3-none-any.whl", "gamma-1.0-py3-none-any.whl"]
     ]
     assert not os.path.exists(wh.partial_dir(str(dest)))
+
+
+GATED_PIP = """
+import os, sys, time
+dest = sys.argv[sys.argv.index("--dest") + 1]
+gate, deadline = sys.argv[-1], time.monotonic() + 120
+while not os.path.exists(gate):  # the test opens the gate once it has seen the caller return
+    if time.monotonic() > deadline:
+        sys.exit("the gate was never opened")
+    time.sleep(0.05)
+with open(os.path.join(dest, "delta-1.0-py3-none-any.whl"), "w") as handle:
+    handle.write("a stand-in wheel")
+"""
+
+
+def test_a_download_in_the_background_outlives_its_caller_and_the_next_fetch_waits_for_it(tmp_path):
+    """start_fetch returns while its download still runs (here a stand-in pip that waits for a gate), in a process
+    that holds none of the caller's files: a caller whose output is read to its end (as a test reads
+    ansible-playbook's) ends before the download does. The next fetch of the same folder waits and finds it
+    complete."""
+    script = tmp_path / "gated_pip.py"
+    script.write_text(GATED_PIP)
+    gate = tmp_path / "gate"
+    dest = tmp_path / "cache" / "k"
+    argv = ["download", "--dest", wh.partial_dir(str(dest)), str(gate)]
+    caller = (
+        "import sys; from ansible_collections.amx.cluster.plugins.plugin_utils import wheelhouse as wh; "
+        f"print(wh.start_fetch({str(dest)!r}, [sys.executable, {str(script)!r}], {argv!r}, pack=True))"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    started = subprocess.run([sys.executable, "-c", caller], capture_output=True, text=True, env=env, timeout=60)
+    assert started.returncode == 0, started.stderr
+    assert started.stdout.strip() == str({"changed": True, "cached": False, "started": True, "path": str(dest)})
+    assert os.path.isdir(wh.partial_dir(str(dest))) and not dest.exists(), "the download runs on after its caller"
+
+    gate.write_text("")
+    done = wh.fetch(str(dest), [sys.executable, str(script)], argv, pack=True)
+    assert done == {"changed": False, "cached": True, "path": str(dest), "wheels": []}
+    with tarfile.open(dest / "wheels.tar") as archive:
+        assert archive.getnames() == ["delta-1.0-py3-none-any.whl"]
+    assert wh.start_fetch(str(dest), [sys.executable, str(script)], argv) == {
+        "changed": False, "cached": True, "started": False, "path": str(dest)
+    }  # fmt: skip
+
+
+def test_a_failed_download_in_the_background_is_reported_by_the_next_fetch(tmp_path, links):
+    dest = tmp_path / "cache" / "k"
+    files = {"requirements.txt": "missing-package==1.0\n"}
+    assert wh.start_fetch(str(dest), PIP, args(links, dest), files=files)["started"] is True
+    with pytest.raises(wh.DownloadFailed) as failed:
+        wh.fetch(str(dest), PIP, args(links, dest), files=files)
+    assert any("missing-package" in line for line in failed.value.stderr_tail)
+    assert not dest.exists()
+
+
+@pytest.mark.parametrize("start", [wh.fetch, wh.start_fetch])
+def test_bad_input_in_the_background_is_refused_before_it_starts(tmp_path, links, start):
+    with pytest.raises(ValueError, match=r"markers\.json is written by the download itself"):
+        start(str(tmp_path / "cache" / "k"), PIP, args(links, tmp_path / "cache" / "k"), files={"markers.json": ""})
+    assert not (tmp_path / "cache").exists()
+    assert start(str(tmp_path / "k"), PIP, [], check_mode=True)["changed"] is True
+    assert not (tmp_path / "k").exists()
