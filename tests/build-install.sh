@@ -46,7 +46,8 @@ ansible-galaxy collection list amx.cluster | grep -q "^amx.cluster "
 # The README's offline install: without --no-deps, --offline must find the dependencies (galaxy.yml) where the
 # `ansible` package put them.
 if ansible-galaxy collection list amazon.aws 2>/dev/null | grep -q "^amazon.aws " &&
-  ansible-galaxy collection list ansible.posix 2>/dev/null | grep -q "^ansible.posix "; then
+  ansible-galaxy collection list ansible.posix 2>/dev/null | grep -q "^ansible.posix " &&
+  ansible-galaxy collection list community.crypto 2>/dev/null | grep -q "^community.crypto "; then
   rm -rf "$work/offline"
   printf '[defaults]\ncollections_path = %s/offline\n' "$work" >"$work/ansible.cfg"
   ansible-galaxy collection install --offline -p "$work/offline" "$tarball" >"$work/offline.log" 2>&1 || {

@@ -8,7 +8,7 @@
 #           a core older than meta/runtime.yml admits, to see what admitting it would take)
 #   PYTHON  the virtualenv's Python: a version pyenv has (3.13, its newest patch under ~/.pyenv/versions) or a command
 #   the third argument: the whole unit suite (unit, the default) or only tests/unit/plugins (plugin-unit)
-# A virtualenv with that core, amazon.aws and ansible.posix as .venv has them, and the test tools at
+# A virtualenv with that core, amazon.aws, ansible.posix and community.crypto as .venv has them, and the test tools at
 # requirements-dev.txt's pins; then, in a copy of the checkout that uses it: every plugin's documentation loads,
 # every playbook passes --syntax-check, the unit tests pass, and the provision, re-provision and teardown against
 # the local EC2 API (moto) pass. Each step's time is printed.
@@ -47,12 +47,15 @@ if [ ! -x "$venv/bin/ansible" ] || ! "$venv/bin/ansible" --version | grep -q "co
   # shellcheck disable=SC2086 # one requirement per word
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r requirements.txt -r "$pins" $tools 2>&1 |
     { grep -v "is ignored: it is neither a file nor a directory" || true; }
-  site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  mkdir -p "$site/ansible_collections/amazon" "$site/ansible_collections/ansible"
-  cp -r "$collections/amazon/aws" "$site/ansible_collections/amazon/"
-  cp -r "$collections/ansible/posix" "$site/ansible_collections/ansible/"
   step "virtualenv built"
 fi
+# Copied on every run, so that a virtualenv built before a dependency was added gets it too.
+site=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+for dependency in amazon/aws ansible/posix community/crypto; do
+  rm -rf "${site:?}/ansible_collections/$dependency"
+  mkdir -p "$site/ansible_collections/${dependency%/*}"
+  cp -r "$collections/$dependency" "$site/ansible_collections/${dependency%/*}/"
+done
 "$venv/bin/ansible" --version | sed -n '1p;/python version/p'
 
 work=$(mktemp -d)
