@@ -238,6 +238,7 @@ class ActionModule(ActionBase):
         final: Optional[Dict[str, Any]] = None
         ended: Optional[Dict[str, Any]] = begun.get("result") if state == "finished_before" else None
         started_wait = time.time()
+        following = time.monotonic()
         while ended is None:
             pause, wait = next_look(
                 args["poll_interval"], args["long_poll"], args["heartbeat"], time.time() - started_wait, failures
@@ -293,6 +294,7 @@ class ActionModule(ActionBase):
                     "error": f"the supervisor of the run is gone; see {state_dir}",
                 }
 
+        followed = time.monotonic() - following
         if final is None:
             final = self._agent("final", dict(cfg, **final_options))
         outcome = final.get("result") or ended
@@ -322,6 +324,10 @@ class ActionModule(ActionBase):
                     "job_start": started_in,
                     "job": outcome.get("duration"),
                     "sweep": outcome.get("sweep_seconds"),
+                    # From the job's end, its sweep done, until the controller had its result.
+                    "notice": round(
+                        max(followed - (outcome.get("duration") or 0) - (outcome.get("sweep_seconds") or 0), 0.0), 3
+                    ),
                     "results": final.get("seconds"),
                 },
             }

@@ -255,7 +255,7 @@ def run_record(
         # its checkpoint.
         "attempts": list(job.get("attempts") or []),
         # Seconds of each phase, measured by the code that ran it: the launch's (plan, probe, prepare) then the
-        # job's (job_start, job, sweep, results); ``wall`` the whole launch's, when it is one step.
+        # job's (job_start, job, sweep, notice, results); ``wall`` the whole launch's, when it is one step.
         "timing": {
             "phases": {**dict((timing or {}).get("phases") or {}), **dict(job.get("phases") or {})},
             "wall": (timing or {}).get("wall"),

@@ -30,6 +30,7 @@ def row(nodes, kind, overhead, one_step=True, reason=None, run_id=None, job=5.0)
             "job_start": 0.2,
             "job": job,
             "sweep": 0.1,
+            "notice": 0.4,
             "results": 0.1,
         },
     }
@@ -121,7 +122,7 @@ def test_the_markdown():
     text = sweep.sweep_markdown(report)
     assert "| 1 | 4.2 s | 4.0, 4.4, 4.2 | 3 of 3 | 5.0 s | 40.0 s |  |  |" in text
     assert "| 16 | 13.0 s | 12.0, 30.0, 13.0 | 2 of 3 | 5.0 s | 150.0 s | <= 3.5 s on 16 nodes | NO |" in text
-    assert "| 1 | 0.30 | 0.20 | 0.10 | 0.20 | 5.00 | 0.10 | 0.10 |" in text
+    assert "| 1 | 0.30 | 0.20 | 0.10 | 0.20 | 5.00 | 0.10 | 0.40 | 0.10 |" in text
     assert "- 16 nodes, sweep-16n-e2: the hostfile changed since the plan" in text
     assert "- 1 node, full launch (full path): Start the job in one step 3.2 s" in text
     assert "provision.yml on the 16 nodes in 300.0 s (120 changed)" in text

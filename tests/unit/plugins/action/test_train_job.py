@@ -147,7 +147,7 @@ def test_the_job_says_its_phases_and_starts_and_ends_without_round_trips_of_thei
     assert [line for line in agent if " start " in line or " final " in line] == agent[:1], agent
     assert " start " in agent[0] and "base64.b64decode" in agent[0]
     phases = task["phases"]
-    assert sorted(phases) == ["job", "job_start", "results", "sweep"]
+    assert sorted(phases) == ["job", "job_start", "notice", "results", "sweep"]
     assert all(isinstance(seconds, float) and seconds >= 0 for seconds in phases.values()), phases
     assert phases["job"] >= 1.6  # the job's four steps of 0.4 s
     assert sum(phases.values()) <= took
