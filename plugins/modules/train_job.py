@@ -276,7 +276,7 @@ phases:
     - Seconds of the job's phases - V(job_start) (the agent written and started, one round trip, until its answer
       is back, so it may overlap the job's first moments by the answer's way back), V(job) (the launcher's run),
       V(sweep) (the clean-up on every node after it), V(notice) (from the sweep's end until the controller has the
-      result: the status answer's way back, and the wait for it), V(results) (the last answer, with the output's
+      result, that is the status answer's way back and the wait for it), V(results) (the last answer, with the output's
       tail and the bundle).
   returned: success, not in check mode
   type: dict

@@ -190,7 +190,9 @@ def test_a_download_in_the_background_outlives_its_caller_and_the_next_fetch_wai
         f"print(wh.start_fetch({str(dest)!r}, [sys.executable, {str(script)!r}], {argv!r}, pack=True))"
     )
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    started = subprocess.run([sys.executable, "-c", caller], capture_output=True, text=True, env=env, timeout=60)
+    started = subprocess.run(
+        [sys.executable, "-c", caller], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
     assert started.returncode == 0, started.stderr
     assert started.stdout.strip() == str({"changed": True, "cached": False, "started": True, "path": str(dest)})
     assert os.path.isdir(wh.partial_dir(str(dest))) and not dest.exists(), "the download runs on after its caller"
