@@ -18,11 +18,12 @@ from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_lay
 
 WRAPPER = str(FILES / "rank_exec.sh")
 LOG = re.compile(r"^amx\.cluster: rank (\S+) local (\d+) cpus (\S+)$", re.M)
-# The child reports what the kernel lets it use, and the OpenMP places it was given.
+# The child reports what the kernel lets it use, and the OpenMP places it was given, in one write: print()
+# writes its pieces one by one, and under mpirun two ranks' pieces can interleave on one line.
 REPORT = (
     "import os, re; status = open('/proc/self/status').read(); "
-    "print('child', re.search(r'Cpus_allowed_list:\\s*(\\S+)', status).group(1), "
-    "os.environ.get('OMP_PLACES', '-'), os.environ.get('OMP_PROC_BIND', '-'), flush=True)"
+    "os.write(1, ' '.join(['child', re.search(r'Cpus_allowed_list:\\s*(\\S+)', status).group(1), "
+    "os.environ.get('OMP_PLACES', '-'), os.environ.get('OMP_PROC_BIND', '-')]).encode() + b'\\n')"
 )
 
 pytestmark = pytest.mark.skipif(
@@ -132,4 +133,4 @@ def test_under_mpirun_every_rank_is_pinned_as_the_layout_says(mpirun, tmp_path):
     logged = {int(rank): cpus for rank, _local, cpus in LOG.findall(done.stderr)}
     assert logged == {r["rank"]: r["cpus"] for r in layout["ranks"]} == {0: "0", 1: "1"}
     children = sorted(line.split()[1] for line in done.stdout.splitlines() if line.startswith("child"))
-    assert children == ["0", "1"]
+    assert children == ["0", "1"], done.stdout
