@@ -34,7 +34,9 @@ PROBE = """
 import json, os, socket
 names = ["PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS", "OMP_NUM_THREADS", "I_MPI_ROOT",
          "FI_PROVIDER_PATH", "LD_LIBRARY_PATH", "MASTER_ADDR", "MASTER_PORT", "NUM_PROCESSES", "AMX_CLUSTER_RUN_ID"]
-print(json.dumps(dict({name: os.environ.get(name) for name in names}, host=socket.gethostname())), flush=True)
+# One write: print() writes the line and its end apart, and two ranks' pieces can interleave under mpirun.
+line = json.dumps(dict({name: os.environ.get(name) for name in names}, host=socket.gethostname()))
+os.write(1, line.encode() + b"\\n")
 """
 
 
