@@ -18,7 +18,9 @@ description:
     imported; an import that fails does not fail the module.
   - The probe runs with O(python) (a base Python, a virtualenv's C(bin/python)), which need not be the Python
     Ansible runs modules with; without it, with the module's own interpreter.
-  - Read-only. Importing a module runs its code in the probe's own short-lived process; nothing on the node changes.
+  - Importing a module runs its code in the probe's own short-lived process. Nothing else on the node changes, but
+    for the bytecode that Python writes as it imports (which O(write_bytecode) asks for even where the node's
+    environment turns it off).
 author:
   - amx.cluster developers (@amx-cluster)
 options:
@@ -54,10 +56,17 @@ options:
         reported as C(null) in RV(versions) without importing them.
     type: list
     elements: str
+  write_bytecode:
+    description:
+      - Have the imports write their bytecode even where C(PYTHONDONTWRITEBYTECODE) is set on the node, so that
+        a later user of the same packages (one who may not write there) reads it instead of compiling at every
+        start.
+    type: bool
+    default: false
 attributes:
   check_mode:
     support: full
-    description: The module only reads; it returns the same facts in check mode.
+    description: It returns the same facts in check mode, where O(write_bytecode) is left out.
   diff_mode:
     support: none
     description: Nothing changes, so there is nothing to show.
@@ -189,6 +198,7 @@ def main():
             "python": {"type": "str"},
             "imports": {"type": "list", "elements": "dict", "default": [], "options": IMPORT_OPTIONS},
             "packages": {"type": "list", "elements": "str"},
+            "write_bytecode": {"type": "bool", "default": False},
         },
         supports_check_mode=True,
     )
@@ -198,7 +208,9 @@ def main():
         argument = imports_argument(imports, module.params["packages"])
     except PythonFactsError as exc:
         module.fail_json(msg=str(exc))
-    rc, out, err = module.run_command([python, "-c", probe_source(), argument])
+    # Python writes bytecode unless the variable is set to a non-empty string.
+    environ = {"PYTHONDONTWRITEBYTECODE": ""} if module.params["write_bytecode"] and not module.check_mode else {}
+    rc, out, err = module.run_command([python, "-c", probe_source(), argument], environ_update=environ)
     if rc != 0:
         module.fail_json(msg=f"cannot run the Python '{python}' (exit {rc}): {err.strip()[-2000:]}", rc=rc)
     try:

@@ -35,11 +35,12 @@ def run_module(
     check: bool = False,
     path: Optional[str] = None,
     prefix: Sequence[str] = (),
+    environment: Optional[Dict[str, str]] = None,
 ) -> Dict[str, Any]:
     """The host's result of `ansible localhost -m amx.cluster.<name> -a <args>` (connection local). ``path``
     replaces PATH for the run; ``prefix`` runs the whole command under another one (`taskset -c 0`), whose limits
-    the module's process inherits."""
-    env = dict(os.environ)
+    the module's process inherits, as it inherits ``environment``."""
+    env = {**os.environ, **(environment or {})}
     env.update(
         ANSIBLE_LOAD_CALLBACK_PLUGINS="1",
         ANSIBLE_STDOUT_CALLBACK="ansible.builtin.json",

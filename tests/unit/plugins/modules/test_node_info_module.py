@@ -47,6 +47,23 @@ def test_it_describes_another_python_and_imports_with_it():
 
 
 @pytest.mark.parametrize(
+    "write_bytecode, check, written", [(True, False, True), (False, False, False), (True, True, False)]
+)
+def test_write_bytecode_overrides_the_nodes_environment_outside_check_mode(tmp_path, write_bytecode, check, written):
+    # The node turns bytecode off for everyone; torch_stack's import check asks for it, so that a job's user who
+    # may not write to the venv reads what the venv's owner wrote.
+    package = tmp_path / "beacon"
+    package.mkdir()
+    (package / "__init__.py").write_text('__version__ = "1.0"\n')
+    args = {"imports": [{"key": "beacon", "module": "beacon", "package": "beacon"}], "write_bytecode": write_bytecode}
+    environment = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tmp_path)}
+    result = run_module("node_info", json.dumps(args), check=check, environment=environment)
+    assert not result.get("failed"), result.get("msg")
+    assert result["versions"] == {"beacon": "1.0"} and result["changed"] is False
+    assert (package / "__pycache__").is_dir() is written
+
+
+@pytest.mark.parametrize(
     "python, message",
     [
         ("no-such-python-here", "there is no such command on the node's PATH"),
