@@ -4,9 +4,10 @@
 """Action plugin amx.cluster.train_launch: train.yml's one-step launch on a cluster unchanged since its last full
 launch, or a hand-over to the full path.
 
-On the controller it hashes the launch's inputs (plugin_utils/launch_inputs.py). On the master, one module call
-(amx.cluster.launch_plan) reads the plan the last full launch with these inputs left, probes every node in parallel
-over the cluster's SSH mesh and, when every node is as it was, makes the new run's folders; then the job starts and
+On the controller it hashes the launch's inputs (plugin_utils/launch_inputs.py). On the master, one call of
+launch_plan's check (module_utils/launch_check.py, sent without Ansible's module wrapper: plugin_utils/node_bundle.py)
+reads the plan the last full launch with these inputs left, probes every node in parallel over the cluster's SSH
+mesh and, when every node is as it was, makes the new run's folders; then the job starts and
 is followed under amx.cluster.train_job (a long poll), and its last answer carries the run's files, which land in
 the controller's results folder with run.json. Any difference hands over to the full path, which runs every role
 and gate with their own messages; this action never fails for a difference, only for a job that failed. A job that
@@ -30,6 +31,7 @@ from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import plan_survives, run_record
+from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
 from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_settings, forced, play_inputs
 
 display = Display()
@@ -77,11 +79,7 @@ class ActionModule(ActionBase):
             return self._hand_over(result, f"a full check was asked for ({', '.join(switched)})")
 
         checking = time.monotonic()
-        plan = self._execute_module(
-            module_name="amx.cluster.launch_plan",
-            module_args={"state": "check", "inputs": inputs, "plan_dir": args["plan_dir"], "run_id": args["run_id"]},
-            task_vars=task_vars,
-        )
+        plan = self._check_plan({"inputs": inputs, "plan_dir": args["plan_dir"], "run_id": args["run_id"]}, task_vars)
         checked = time.monotonic() - checking
         if plan.get("failed"):
             raise AnsibleActionFail(plan.get("msg") or "amx.cluster.launch_plan failed")
@@ -159,6 +157,23 @@ class ActionModule(ActionBase):
         if failed:
             result["failed"] = True
         return result
+
+    def _check_plan(self, params: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
+        """launch_plan's check (module_utils/launch_check.py) on the master in one round trip, as root, with the
+        host's ansible_python_interpreter or python3. No such Python is a reason for the full path, not a failure."""
+        python = str(self._templar.template(task_vars.get("ansible_python_interpreter") or ""))
+        python = "python3" if not python or python.startswith("auto") else python
+        command, stdin = node_bundle.command(python, "launch_check", "check", params)
+        done = self._low_level_execute_command(command, sudoable=True, in_data=stdin)
+        if done.get("rc") == 127:
+            return {"ready": False, "reason": f"no {python} on {self._host} (set ansible_python_interpreter)"}
+        try:
+            return node_bundle.answer(done.get("stdout", ""))
+        except ValueError as exc:
+            raise AnsibleActionFail(
+                f"the one-step launch's check failed on {self._host} ({exc}, rc {done.get('rc')}): "
+                f"{(done.get('stderr') or '').strip()[-600:]}"
+            ) from None
 
     def _settle_plan(self, done: Any, inputs: str, plan_dir: str, task_vars: Dict[str, Any]) -> bool:
         """After the job: keep the plan for the next launch only when the job passed (plan_survives)."""

@@ -3,7 +3,9 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The launch_plan module for real on this machine, a cluster of one node (the master, alias localhost) in a
 temporary folder, run through `ansible localhost`: a plan written after a run, the next run prepared from it, and
-every difference or doubt handing over to the full path. The workers' side (the same probe over SSH) runs in the
+every difference or doubt handing over to the full path. Every check runs twice: through the module, and as
+amx.cluster.train_launch runs it, without the module wrapper (plugin_utils/node_bundle.py, the same command and
+standard input, here with this machine's shell). The workers' side (the same probe over SSH) runs in the
 molecule fleet scenario (extensions/molecule/fleet/one_step.yml)."""
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import pwd
+import subprocess
 import time
 
 import ad_hoc
@@ -21,6 +24,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.launch import launch_c
 from ansible_collections.amx.cluster.plugins.module_utils.launch_plan import parse_plan, plan_text
 from ansible_collections.amx.cluster.plugins.module_utils.layout import rank_layout
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import smoke_record
+from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
 
 INPUTS = "e" * 64
 SMOKE = "f" * 64
@@ -32,8 +36,28 @@ def run_module(args: dict, check: bool = False) -> dict:
     return ad_hoc.run_module("launch_plan", json.dumps(args), check=check)
 
 
+def run_bundle(args: dict) -> dict:
+    """launch_plan's check as train_launch sends it to the master (state=check is what it runs)."""
+    params = {key: value for key, value in args.items() if key != "state"}
+    command, stdin = node_bundle.command(ad_hoc.NODE_PYTHON, "launch_check", "check", params)
+    done = subprocess.run(command, shell=True, input=stdin, capture_output=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    return node_bundle.answer(done.stdout.decode())
+
+
+@pytest.fixture(params=["module", "bundle"])
+def check_with(request):
+    """How a check runs: the module (with check mode when asked), or the bundle (never in check mode: train_launch
+    hands over to the full path before it)."""
+
+    def run(args: dict, check: bool = False) -> dict:
+        return run_bundle(args) if request.param == "bundle" and not check else run_module(args, check=check)
+
+    return run
+
+
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, check_with):
     """A run root with a finished run (its launch.sh, a role script, a data folder), a smoke record, and the plan
     arguments the role gives."""
     root = tmp_path / "runs"
@@ -91,7 +115,7 @@ def cluster(tmp_path):
 
         @staticmethod
         def check(run_id, check=False, **changes):
-            return run_module(dict(common, state="check", run_id=run_id, **changes), check=check)
+            return check_with(dict(common, state="check", run_id=run_id, **changes), check=check)
 
         @staticmethod
         def remove(check=False):
@@ -147,9 +171,9 @@ def test_a_difference_or_a_doubt_hands_over(cluster, change, reason):
     assert not (cluster.root / "second").exists()
 
 
-def test_other_inputs_or_check_mode_hand_over(cluster):
+def test_other_inputs_or_check_mode_hand_over(cluster, check_with):
     assert cluster.write()["written"] is True
-    other = run_module({"inputs": "0" * 64, "plan_dir": str(cluster.path / "plans"), "state": "check"})
+    other = check_with({"inputs": "0" * 64, "plan_dir": str(cluster.path / "plans"), "state": "check"})
     assert other["ready"] is False and "no full launch" in other["reason"]
     checked = cluster.check("second", check=True)
     assert checked["ready"] is False and "check mode" in checked["reason"]
@@ -164,8 +188,8 @@ def test_a_launch_that_cannot_be_rendered_for_another_run_is_not_planned(cluster
     assert not cluster.plan_file.exists()
 
 
-def test_bad_inputs_are_refused():
-    answer = run_module({"inputs": "not-a-hash", "state": "check"})
+def test_bad_inputs_are_refused(check_with):
+    answer = check_with({"inputs": "not-a-hash", "state": "check"})
     assert answer.get("failed") and "sha256" in answer["msg"]
 
 

@@ -1,0 +1,61 @@
+# Copyright: contributors to amx.cluster
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+"""plugin_utils/node_bundle.py: a module_utils function run by a Python that has neither Ansible nor the collection
+(this machine's system Python, isolated), from the sources the command sends on standard input."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from ad_hoc import NODE_PYTHON
+
+from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
+
+
+def run(folder, name, function, arguments):
+    """The bundle of module_utils ``name`` from ``folder``, run here as train_launch runs it on the master."""
+    command, stdin = node_bundle.command(NODE_PYTHON, name, function, arguments, str(folder))
+    return subprocess.run(command, shell=True, input=stdin, capture_output=True, timeout=60, check=False)
+
+
+def test_the_launch_check_bundle_holds_what_it_imports_and_nothing_of_ansible():
+    found = node_bundle.sources("launch_check")
+    names = {name.rsplit(".", 1)[1] for name in found}
+    assert {"launch_check", "launch_plan", "node_probe", "smoke_record", "files", "launch", "inputs"} <= names
+    for source in found.values():
+        assert "from ansible." not in source and "import ansible\n" not in source
+
+
+def test_the_check_answers_without_ansible_on_the_node(tmp_path):
+    done = run(node_bundle.MODULE_UTILS, "launch_check", "check", {"inputs": "a" * 64, "plan_dir": str(tmp_path)})
+    assert done.returncode == 0, done.stderr.decode()
+    answer = node_bundle.answer(done.stdout.decode())
+    assert answer["ready"] is False and "no full launch" in answer["reason"]
+    assert answer["plan_path"] == str(tmp_path / ("a" * 64 + ".json"))
+
+
+def test_imports_inside_the_bundle_and_output_before_the_answer(tmp_path):
+    prefix = node_bundle.PACKAGE
+    (tmp_path / "helper.py").write_text("def double(value):\n    return 2 * value\n")
+    (tmp_path / "entry.py").write_text(
+        f"from {prefix} import helper\n"
+        f"from {prefix}.helper import double\n\n"
+        "def main(arguments):\n"
+        "    print('noise from a library')\n"
+        "    return {'doubled': double(arguments['value']), 'same': helper.double is double}\n"
+    )
+    assert set(node_bundle.sources("entry", str(tmp_path))) == {f"{prefix}.entry", f"{prefix}.helper"}
+    done = run(tmp_path, "entry", "main", {"value": 21})
+    assert done.returncode == 0, done.stderr.decode()
+    assert node_bundle.answer(done.stdout.decode()) == {"doubled": 42, "same": True}
+
+
+def test_a_function_that_raises_gives_no_answer_and_its_traceback(tmp_path):
+    (tmp_path / "entry.py").write_text("def main(arguments):\n    raise RuntimeError('the node says no')\n")
+    done = run(tmp_path, "entry", "main", {})
+    assert done.returncode == 1
+    assert "RuntimeError: the node says no" in done.stderr.decode()
+    with pytest.raises(ValueError, match="no answer"):
+        node_bundle.answer(done.stdout.decode())
