@@ -6,8 +6,8 @@ when every node is as it was, make the new run's folders.
 
 amx.cluster.train_launch runs ``check`` on the master without Ansible's module wrapper (plugin_utils/node_bundle.py
 sends this file and what it imports on standard input): the wrapper's build, transfer and start took about 0.3 s of
-a launch that takes 1.6 s on 3 nodes. amx.cluster.launch_plan (state=check) answers with the same function.
-Standard library only, Python 3.8+.
+a launch that took 1.6 s on 3 nodes. amx.cluster.launch_plan writes the plan (state=present) with the probe and the
+rendering here. Standard library only, Python 3.8+: the master's Python need not have Ansible.
 """
 
 from __future__ import annotations
@@ -206,7 +206,9 @@ def plan_file(params: Mapping[str, Any]) -> str:
 
 
 def check(params: Mapping[str, Any], check_mode: bool = False) -> Dict[str, Any]:
-    """launch_plan's state=check: the answer, or {"failed": true, "msg"} for what stops the check itself."""
+    """Whether the next launch may start in one step (``ready``, ``reason``; when ready, the new run's ``run_id``,
+    ``run_dir``, ``launch``, ``job``, ``record``, ``user``, ``smoke_reason``, ``smoke_figures`` and the ``phases``
+    ``probe`` and ``prepare``), or {"failed": true, "msg"} for what stops the check itself."""
     params = {**DEFAULTS, **params}
     path = ""
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: launch_plan
-short_description: The one-step launch's plan on the master, written after a full launch and checked before the next
+short_description: The one-step launch's plan on the master, written after a full launch and removed after a failure
 version_added: 0.2.0
 description:
   - Runs on the master as root. With O(state=present) (the end of a full launch whose job passed), probes every node
@@ -16,31 +16,23 @@ description:
     parallel, and writes the plan O(plan_dir)/<inputs>.json (JSON, root's, 0600, replaced atomically, with a
     digest) - the launch as a template of the run, each node's probe and fingerprint, the smoke test's fingerprint
     and the static part of the run's record.
-  - "With O(state=check), reads the plan of O(inputs) and says whether the next launch may start in one step
-    (RV(ready)) or why not (RV(reason)): the plan must be intact and of these inputs (its age decides nothing: it
-    holds as long as the fingerprints do); the smoke test's record must still hold (its fingerprint, not its age,
-    which counts on the full path only); every node, probed again in
-    parallel, must give the plan's fingerprint (its boot id, kernel, the SSH files and the hostfile, the stack's
-    manifest and virtualenv, tcmalloc, the launcher's packages, the role's scripts, the data set), have no folder
-    for the new run and no process of an earlier run. When it may, and O(prepare=true), it makes the new run's
-    folder on every node with the role's scripts and writes its C(launch.sh) on the master."
   - With O(state=absent), removes the plan of O(inputs) after a job that failed (started in one step or on the full
     path), so that the next launch takes the full path, with its gates and smoke test.
+  - M(amx.cluster.train_launch) reads the plan before the next launch (the C(launch_check) module_utils file, run
+    on the master without a module's wrapper). The plan has no age; it holds while the smoke test's record and every
+    node's fingerprint do (its boot id, kernel, the SSH files and the hostfile, the stack's manifest and virtualenv,
+    tcmalloc, the launcher's packages, the role's scripts, the data set).
   - The probe is the collection's C(node_probe) module_utils file, run with the node's training Python.
-  - M(amx.cluster.train_launch) runs the same check without this module's wrapper, in one round trip (the
-    C(launch_check) module_utils file).
   - The folder keeps the newest 16 plans (of other inputs, such as other settings or other checkouts); older ones
     are removed when a plan is written.
 author:
   - amx.cluster developers (@amx-cluster)
 options:
   state:
-    description:
-      - C(present) writes the plan after a full launch, C(check) reads it before the next one, C(absent) removes it
-        after a job that failed.
+    description: C(present) writes the plan after a full launch, C(absent) removes it after a job that failed.
     type: str
-    choices: [present, check, absent]
-    default: check
+    choices: [present, absent]
+    default: present
   inputs:
     description: The hash of the launch's inputs (the C(amx.cluster.train_launch) action computes it on the controller).
     type: str
@@ -63,43 +55,37 @@ options:
     description: With O(state=present), the folder of the run that passed (its C(launch.sh) must be the plan's launch).
     type: path
   run_id:
-    description:
-      - The run's id. With O(state=check), the new run's; empty gives a UTC time stamp (as amx.cluster.train names
-        a run).
+    description: With O(state=present), the id of the run that passed.
     type: str
     default: ""
-  prepare:
-    description: With O(state=check), make the new run's folders and its C(launch.sh) when the launch may go ahead.
-    type: bool
-    default: true
   timeout:
     description: Seconds that each node's probe may take.
     type: int
     default: 60
-notes:
-  - Check mode never prepares a run; RV(ready) is then false with the reason, so that the full path shows what it
-    would do.
+attributes:
+  check_mode:
+    support: full
+    description: In check mode nothing is written nor removed; RV(removed) says whether there is a plan to remove.
 """
 
 EXAMPLES = r"""
-- name: Check whether this launch may start in one step
+- name: Keep the plan of a full launch whose job passed
   amx.cluster.launch_plan:
-    state: check
+    state: present
     inputs: "{{ launch_inputs }}"
-    run_id: squad-2
+    plan: "{{ plan }}"
+    run_dir: /home/trainer/amx-cluster-runs/squad-1
+    run_id: squad-1
   become: true
-  register: plan
+
+- name: Remove it after a job that failed
+  amx.cluster.launch_plan:
+    state: absent
+    inputs: "{{ launch_inputs }}"
+  become: true
 """
 
 RETURN = r"""
-ready:
-  description: Whether the launch may start in one step (with O(prepare=true), its run folder is ready).
-  returned: always
-  type: bool
-reason:
-  description: Why it may or may not (the first differences found, by name, never by content).
-  returned: always
-  type: str
 written:
   description: With O(state=present), whether a plan was written.
   returned: always
@@ -108,48 +94,14 @@ removed:
   description: With O(state=absent), whether there was a plan to remove.
   returned: always
   type: bool
+reason:
+  description: Why the plan was or was not written or removed.
+  returned: always
+  type: str
 plan_path:
   description: The plan's file on the master.
   returned: always
   type: str
-run_id:
-  description: The new run's id.
-  returned: when ready
-  type: str
-run_dir:
-  description: The new run's folder (on every node).
-  returned: when ready
-  type: str
-launch:
-  description: The new run's launch (C(command), C(argv), C(env), C(genv), C(setvars), C(script)).
-  returned: when ready
-  type: dict
-job:
-  description: The arguments of M(amx.cluster.train_job) for the new run.
-  returned: when ready
-  type: dict
-record:
-  description: The static part of the new run's C(run.json).
-  returned: when ready
-  type: dict
-user:
-  description: The training user (C(name), C(uid), C(gid), C(home)).
-  returned: when ready
-  type: dict
-smoke_reason:
-  description: Why the smoke test is not due (its record still holds).
-  returned: when ready
-  type: str
-phases:
-  description: Seconds of the check's phases, V(probe) (every node, in parallel) and V(prepare) (the run's folders).
-  returned: when ready
-  type: dict
-smoke_figures:
-  description:
-    - What the recorded smoke test measured (C(run_id), C(onednn) the bf16 probe's lines per node), for the run's
-      record.
-  returned: when ready
-  type: dict
 """
 
 # Ansible modules import after their documentation (validate-modules checks it).
@@ -164,7 +116,6 @@ from ansible_collections.amx.cluster.plugins.module_utils.files import write_ato
 from ansible_collections.amx.cluster.plugins.module_utils.launch import LaunchError
 from ansible_collections.amx.cluster.plugins.module_utils.launch_check import (
     PlanModuleError,
-    check,
     plan_file,
     probe_nodes,
     render,
@@ -263,36 +214,29 @@ def remove_plan(plan_path):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            state=dict(type="str", choices=["present", "check", "absent"], default="check"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
             inputs=dict(type="str", required=True),
             plan_dir=dict(type="path", default="/var/lib/amx-cluster/launch"),
             plan=dict(type="dict", default={}),
             run_dir=dict(type="path"),
             run_id=dict(type="str", default=""),
-            prepare=dict(type="bool", default=True),
             timeout=dict(type="int", default=60),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    if params["state"] == "check":
-        result = check(params, module.check_mode)
-        if result.get("failed"):
-            module.fail_json(**result)
-        module.exit_json(**result)
     plan_path = ""
     try:
         plan_path = plan_file(params)
         if params["state"] == "present":
             result = {"written": False, "reason": "check mode"} if module.check_mode else write_plan(params, plan_path)
-            result.update(ready=False, removed=False, changed=bool(result["written"]))
-        elif module.check_mode:
-            result = {"removed": os.path.lexists(plan_path), "reason": "check mode"}
+            result.update(removed=False, changed=bool(result["written"]))
         else:
-            result = remove_plan(plan_path)
-        result.setdefault("ready", False)
-        result.setdefault("written", False)
-        result.setdefault("changed", result.get("removed", False))
+            if module.check_mode:
+                result = {"removed": os.path.lexists(plan_path), "reason": "check mode"}
+            else:
+                result = remove_plan(plan_path)
+            result.update(written=False, changed=result["removed"])
     except (PlanModuleError, PlanError, LaunchError, OSError) as exc:
         module.fail_json(msg=f"launch_plan: {exc}", plan_path=plan_path)
     module.exit_json(plan_path=plan_path, **result)

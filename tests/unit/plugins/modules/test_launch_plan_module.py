@@ -1,12 +1,13 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The launch_plan module for real on this machine, a cluster of one node (the master, alias localhost) in a
-temporary folder, run through `ansible localhost`: a plan written after a run, the next run prepared from it, and
-every difference or doubt handing over to the full path. Every check runs twice: through the module, and as
-amx.cluster.train_launch runs it, without the module wrapper (plugin_utils/node_bundle.py, the same command and
-standard input, here with this machine's shell). The workers' side (the same probe over SSH) runs in the
-molecule fleet scenario (extensions/molecule/fleet/one_step.yml)."""
+"""The one-step launch's plan for real on this machine, a cluster of one node (the master, alias localhost) in a
+temporary folder: the launch_plan module (through `ansible localhost`) writes a plan after a run and removes it, and
+the check runs as amx.cluster.train_launch runs it on the master, without a module's wrapper
+(plugin_utils/node_bundle.py: the same command and standard input, here with this machine's shell and its system
+Python, which has no Ansible): the next run prepared from the plan, and every difference or doubt handing over to
+the full path. The workers' side (the same probe over SSH) runs in the molecule fleet scenario
+(extensions/molecule/fleet/one_step.yml)."""
 
 from __future__ import annotations
 
@@ -36,28 +37,16 @@ def run_module(args: dict, check: bool = False) -> dict:
     return ad_hoc.run_module("launch_plan", json.dumps(args), check=check)
 
 
-def run_bundle(args: dict) -> dict:
-    """launch_plan's check as train_launch sends it to the master (state=check is what it runs)."""
-    params = {key: value for key, value in args.items() if key != "state"}
-    command, stdin = node_bundle.command(ad_hoc.NODE_PYTHON, "launch_check", "check", params)
+def run_check(args: dict) -> dict:
+    """launch_plan's check as train_launch sends it to the master."""
+    command, stdin = node_bundle.command(ad_hoc.NODE_PYTHON, "launch_check", "check", args)
     done = subprocess.run(command, shell=True, input=stdin, capture_output=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     return node_bundle.answer(done.stdout.decode())
 
 
-@pytest.fixture(params=["module", "bundle"])
-def check_with(request):
-    """How a check runs: the module (with check mode when asked), or the bundle (never in check mode: train_launch
-    hands over to the full path before it)."""
-
-    def run(args: dict, check: bool = False) -> dict:
-        return run_bundle(args) if request.param == "bundle" and not check else run_module(args, check=check)
-
-    return run
-
-
 @pytest.fixture
-def cluster(tmp_path, check_with):
+def cluster(tmp_path):
     """A run root with a finished run (its launch.sh, a role script, a data folder), a smoke record, and the plan
     arguments the role gives."""
     root = tmp_path / "runs"
@@ -110,12 +99,13 @@ def cluster(tmp_path, check_with):
         plan_file = tmp_path / "plans" / f"{INPUTS}.json"
 
         @staticmethod
-        def write(**changes):
-            return run_module(dict(common, state="present", plan=plan, run_dir=str(run_dir), run_id="first", **changes))
+        def write(check=False, **changes):
+            args = dict(common, state="present", plan=plan, run_dir=str(run_dir), run_id="first", **changes)
+            return run_module(args, check=check)
 
         @staticmethod
-        def check(run_id, check=False, **changes):
-            return check_with(dict(common, state="check", run_id=run_id, **changes), check=check)
+        def check(run_id, **changes):
+            return run_check(dict(common, run_id=run_id, **changes))
 
         @staticmethod
         def remove(check=False):
@@ -171,13 +161,16 @@ def test_a_difference_or_a_doubt_hands_over(cluster, change, reason):
     assert not (cluster.root / "second").exists()
 
 
-def test_other_inputs_or_check_mode_hand_over(cluster, check_with):
+def test_other_inputs_hand_over(cluster):
     assert cluster.write()["written"] is True
-    other = check_with({"inputs": "0" * 64, "plan_dir": str(cluster.path / "plans"), "state": "check"})
+    other = run_check({"inputs": "0" * 64, "plan_dir": str(cluster.path / "plans")})
     assert other["ready"] is False and "no full launch" in other["reason"]
-    checked = cluster.check("second", check=True)
-    assert checked["ready"] is False and "check mode" in checked["reason"]
     assert not (cluster.root / "second").exists()
+
+
+def test_check_mode_writes_no_plan(cluster):
+    assert cluster.write(check=True) == {**cluster.write(check=True), "written": False, "changed": False}
+    assert not cluster.plan_file.exists()
 
 
 def test_a_launch_that_cannot_be_rendered_for_another_run_is_not_planned(cluster):
@@ -188,9 +181,11 @@ def test_a_launch_that_cannot_be_rendered_for_another_run_is_not_planned(cluster
     assert not cluster.plan_file.exists()
 
 
-def test_bad_inputs_are_refused(check_with):
-    answer = check_with({"inputs": "not-a-hash", "state": "check"})
-    assert answer.get("failed") and "sha256" in answer["msg"]
+def test_bad_inputs_are_refused():
+    checked = run_check({"inputs": "not-a-hash"})
+    assert checked.get("failed") and "sha256" in checked["msg"]
+    removed = run_module({"inputs": "not-a-hash", "state": "absent"})
+    assert removed.get("failed") and "sha256" in removed["msg"]
 
 
 def test_a_plan_of_two_days_ago_still_starts_the_next_run_in_one_step(cluster):
