@@ -4,11 +4,11 @@
 """Action plugin amx.cluster.train_launch: train.yml's one-step launch on a cluster unchanged since its last full
 launch, or a hand-over to the full path.
 
-On the controller it hashes the launch's inputs (plugin_utils/launch_inputs.py). On the master, one call of
-launch_plan's check (module_utils/launch_check.py, sent without Ansible's module wrapper: plugin_utils/node_bundle.py)
-reads the plan the last full launch with these inputs left, probes every node in parallel over the cluster's SSH
-mesh and, when every node is as it was, makes the new run's folders; then the job starts and
-is followed under amx.cluster.train_job (a long poll), and its last answer carries the run's files, which land in
+On the controller it hashes the launch's inputs (plugin_utils/launch_inputs.py). On the master, one call of the
+launch check (module_utils/launch_check.py, sent without a module's wrapper by plugin_utils/node_bundle.py) reads
+the plan the last full launch with these inputs left, probes every node in parallel over the cluster's SSH mesh
+and, when every node is as it was, makes the new run's folders; then the job starts and is followed under
+amx.cluster.train_job (a long poll), and its last answer carries the run's files, which land in
 the controller's results folder with run.json. Any difference hands over to the full path, which runs every role
 and gate with their own messages; this action never fails for a difference, only for a job that failed. A job that
 failed removes the plan (launch_plan.plan_survives), so that the next launch takes the full path with its checks
@@ -159,7 +159,7 @@ class ActionModule(ActionBase):
         return result
 
     def _check_plan(self, params: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
-        """launch_plan's check (module_utils/launch_check.py) on the master in one round trip, as root, with the
+        """The launch check (module_utils/launch_check.py) on the master in one round trip, as root, with the
         host's ansible_python_interpreter or python3. No such Python is a reason for the full path, not a failure."""
         python = str(self._templar.template(task_vars.get("ansible_python_interpreter") or ""))
         python = "python3" if not python or python.startswith("auto") else python

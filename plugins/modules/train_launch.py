@@ -15,9 +15,10 @@ description:
     collection's files and version, the inventory's groups and C(--limit), where the playbook runs from, and every
     cluster host's own settings as the inventory and the command line give them, templated in its context, without
     what the run registered or set and without C(train_run_id)).
-  - On the master, one call of M(amx.cluster.launch_plan) reads the plan that the last full launch with these inputs
-    left (amx.cluster.train keeps one after a job that passed), checks that the smoke test's record still holds (its
-    fingerprint, whatever its age), and probes every node in parallel over the cluster's SSH mesh. When every node
+  - On the master, one call (the C(launch_check) module_utils file, run without a module's wrapper) reads the plan
+    that the last full launch with these inputs left (M(amx.cluster.launch_plan) keeps one after a job that passed),
+    checks that the smoke test's record still holds (its fingerprint, whatever its age), and probes every node in
+    parallel over the cluster's SSH mesh. When every node
     gives the plan's fingerprint, it makes the new run's folder on every node; the job then starts and is followed as
     M(amx.cluster.train_job) does (a long poll, progress lines on standard error), and the run's files come back in
     the job's last answer to the controller's results folder with C(run.json).
