@@ -12,13 +12,15 @@ memory, calls the function and prints its answer as one JSON line. The function 
 
 from __future__ import annotations
 
-import ast
 import json
 import os
+import re
 import shlex
 from typing import Any, Dict, List, Mapping, Tuple
 
 PACKAGE = "ansible_collections.amx.cluster.plugins.module_utils"
+# ``from PACKAGE.name import ...`` or ``from PACKAGE import name, ...`` (in parentheses over several lines, too).
+IMPORT = re.compile(rf"^[ \t]*from {re.escape(PACKAGE)}(?:\.(\w+))? import (\([^)]*\)|[^\n]*)", re.MULTILINE)
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
 
 # Runs on the node (Python 3.8+): the sources come in on standard input, never from the node's disk.
@@ -51,13 +53,14 @@ sys.stdout.write("\\n" + json.dumps(answer) + "\\n")
 
 
 def imported_names(source: str) -> List[str]:
-    """The collection's module_utils that a source imports (by module name)."""
-    names = []
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.module == PACKAGE:
-            names += [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE + "."):
-            names.append(node.module[len(PACKAGE) + 1 :])
+    """The collection's module_utils that a source imports (by module name). A pattern, not a parse: parsing the
+    bundle's files took 40 ms of every launch; the unit tests hold the two equal for every module_utils file."""
+    names: List[str] = []
+    for module, imported in IMPORT.findall(source):
+        if module:
+            names.append(module)
+        else:
+            names += [part.split()[0] for part in imported.strip("()").replace("\n", " ").split(",") if part.strip()]
     return names
 
 

@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import ast
+import pathlib
 import subprocess
 
 import pytest
@@ -18,6 +20,36 @@ def run(folder, name, function, arguments):
     """The bundle of module_utils ``name`` from ``folder``, run here as train_launch runs it on the master."""
     command, stdin = node_bundle.command(NODE_PYTHON, name, function, arguments, str(folder))
     return subprocess.run(command, shell=True, input=stdin, capture_output=True, timeout=60, check=False)
+
+
+def parsed_names(source):
+    """What a source imports from module_utils, as Python's parser reads it."""
+    names = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and node.module == node_bundle.PACKAGE:
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(node_bundle.PACKAGE + "."):
+            names.add(node.module.rsplit(".", 1)[1])
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(pathlib.Path(node_bundle.MODULE_UTILS).glob("*.py")), ids=lambda p: p.stem)
+def test_the_import_pattern_finds_what_the_parser_finds(path):
+    source = path.read_text()
+    assert set(node_bundle.imported_names(source)) == parsed_names(source)
+
+
+def test_the_import_pattern_reads_each_form():
+    prefix = node_bundle.PACKAGE
+    source = (
+        f"from {prefix}.alpha import one, two\n"
+        f"from {prefix} import beta\n"
+        f"from {prefix} import (\n    gamma,\n    delta as d,\n)\n"
+        f"def late():\n    from {prefix}.epsilon import three\n"
+        "from other.module_utils import zeta\n"
+    )
+    assert node_bundle.imported_names(source) == ["alpha", "beta", "gamma", "delta", "epsilon"]
+    assert set(node_bundle.imported_names(source)) == parsed_names(source)
 
 
 def test_the_launch_check_bundle_holds_what_it_imports_and_nothing_of_ansible():
