@@ -41,7 +41,7 @@ DEFAULTS = {"plan_dir": "/var/lib/amx-cluster/launch", "run_id": "", "prepare": 
 
 
 class PlanModuleError(Exception):
-    """What stops the module, said so that a person can act on it."""
+    """What stops the check or the launch_plan module, said so that a person can act on it."""
 
 
 def as_user(user):
