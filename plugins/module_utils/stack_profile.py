@@ -536,13 +536,12 @@ def wheels_missing(wheel_files: Iterable[str], freeze_text: str) -> List[str]:
 INSTALL_MODES = ("wheelhouse", "direct")
 UNREACHABLE_MODES = ("fail", "skip")
 
-# Python module to import, and key in torch_stack_versions, for each package the role reports on. transformers is
-# imported as far as the job goes (its Trainer, which imports accelerate and the model code): an Accelerate the
-# Trainer refuses fails here, and the import check writes the bytecode that a job would otherwise compile at its
-# first start (or at every start, where its user may not write to the venv).
+# Python module to import, and key in torch_stack_versions, for each package the role reports on. transformers
+# alone, not its Trainer: importing the Trainer too took 23 to 25 s instead of 10 per node at 0.6 CPU, on the
+# bring-up's critical path (docs/BENCHMARKS.md, 2026-12-07); the first job compiles it once.
 STACK_IMPORTS = (
     {"package": TORCH, "module": "torch", "key": "torch"},
-    {"package": TRANSFORMERS, "module": "transformers.trainer", "key": "transformers"},
+    {"package": TRANSFORMERS, "module": "transformers", "key": "transformers"},
     {"package": IPEX, "module": "intel_extension_for_pytorch", "key": "ipex"},
     {"package": ONECCL, "module": "oneccl_bindings_for_pytorch", "key": "oneccl"},
     {"package": "accelerate", "module": "accelerate", "key": "accelerate"},
