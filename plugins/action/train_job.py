@@ -39,6 +39,7 @@ from ansible_collections.amx.cluster.plugins.module_utils.train_progress import 
     parse_progress,
     split_ranks,
 )
+from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
 
 display = Display()
 
@@ -109,14 +110,16 @@ class ActionModule(ActionBase):
         done = self._low_level_execute_command(
             " ".join(shlex.quote(part) for part in argv), sudoable=True, in_data=in_data
         )
-        lines = [line for line in done.get("stdout", "").splitlines() if line.startswith("{")]
-        if done.get("rc") != 0 or not lines:
-            raise AnsibleActionFail(
-                "the run's agent on {} failed ({} {}, rc {}): {}".format(
-                    self._host, self._agent_path, command, done.get("rc"), (done.get("stderr") or "").strip()[-600:]
-                )
+        try:
+            if done.get("rc") == 0:
+                return node_bundle.answer(done.get("stdout", ""))
+        except ValueError:
+            pass
+        raise AnsibleActionFail(
+            "the run's agent on {} failed ({} {}, rc {}): {}".format(
+                self._host, self._agent_path, command, done.get("rc"), (done.get("stderr") or "").strip()[-600:]
             )
-        return json.loads(lines[-1])
+        )
 
     def _install_agent(self) -> List[str]:
         """The arguments of the Python that writes the agent into the run's state folder, as the user the run

@@ -89,7 +89,8 @@ def command(
 
 
 def answer(stdout: str) -> Dict[str, Any]:
-    """The function's answer from the command's output (its last line), or ValueError."""
+    """The answer of a command that prints one JSON object as its last such line (a bundle, the run's agent), or
+    ValueError."""
     lines = [line for line in (stdout or "").splitlines() if line.startswith("{")]
     if not lines:
         raise ValueError("no answer")
