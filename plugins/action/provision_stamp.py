@@ -23,6 +23,7 @@ from ansible.errors import AnsibleActionFail
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.amx.cluster.plugins.plugin_utils.launch_inputs import cluster_settings, forced, play_inputs
+from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_state
 
 COLLECTION_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STAMP_ROLE = "provision"
@@ -90,8 +91,11 @@ class ActionModule(ActionBase):
                 reason = f"a full run was asked for ({', '.join(switched)})"
                 result.update(changed=False, inputs=inputs, skip=False, reason=reason)
                 return result
-            found = self._node_state(dict(common, inputs_hash=inputs), task_vars)
+            found = node_state(self, task_vars, dict(common, inputs_hash=inputs))
             result.update(changed=False, inputs=inputs, skip=bool(found["skip"]), reason=found["reason"])
+            # The Python discovered for the call, kept as Ansible keeps it for the run's next tasks.
+            if found.get("ansible_facts"):
+                result["ansible_facts"] = found["ansible_facts"]
             return result
 
         if not args["inputs"]:
@@ -106,15 +110,8 @@ class ActionModule(ActionBase):
                 reason="no provision stamp: {} did not run in full here".format(", ".join(unstamped + unpublished)),
             )
             return result
-        written = self._node_state(
-            dict(common, inputs_hash=args["inputs"], write=True, probe={"files": files, "stamps": stamps}), task_vars
-        )
+        probe = {"files": files, "stamps": stamps}
+        written = node_state(self, task_vars, dict(common, inputs_hash=args["inputs"], write=True, probe=probe))
         # Like the roles' stamps, the record of the collection's own checks: keeping it is not a change.
         result.update(changed=False, written=bool(written["written"]), reason=written["reason"], files=files)
         return result
-
-    def _node_state(self, module_args: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
-        found = self._execute_module(module_name="amx.cluster.node_state", module_args=module_args, task_vars=task_vars)
-        if found.get("failed"):
-            raise AnsibleActionFail(found.get("msg") or "amx.cluster.node_state failed")
-        return found

@@ -160,20 +160,17 @@ class ActionModule(ActionBase):
 
     def _check_plan(self, params: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
         """The launch check (module_utils/launch_check.py) on the master in one round trip, as root, with the
-        host's ansible_python_interpreter or python3. No such Python is a reason for the full path, not a failure."""
-        python = str(self._templar.template(task_vars.get("ansible_python_interpreter") or ""))
-        python = "python3" if not python or python.startswith("auto") else python
-        command, stdin = node_bundle.command(python, "launch_check", "check", params)
-        done = self._low_level_execute_command(command, sudoable=True, in_data=stdin)
-        if done.get("rc") == 127:
-            return {"ready": False, "reason": f"no {python} on {self._host} (set ansible_python_interpreter)"}
+        host's configured or discovered Python, else python3 (no discovery: a round trip of its own). No such Python
+        is a reason for the full path, not a failure."""
         try:
-            return node_bundle.answer(done.get("stdout", ""))
-        except ValueError as exc:
-            raise AnsibleActionFail(
-                f"the one-step launch's check failed on {self._host} ({exc}, rc {done.get('rc')}): "
-                f"{(done.get('stderr') or '').strip()[-600:]}"
-            ) from None
+            return node_bundle.run(self, task_vars, "launch_check", "check", params, discover=False)
+        except node_bundle.BundleError as exc:
+            if exc.rc == 127:
+                return {
+                    "ready": False,
+                    "reason": f"no such Python on {self._host} ({exc}): set ansible_python_interpreter",
+                }
+            raise AnsibleActionFail(f"the one-step launch's check failed on {self._host}: {exc}") from None
 
     def _settle_plan(self, done: Any, inputs: str, plan_dir: str, task_vars: Dict[str, Any]) -> bool:
         """After the job: keep the plan for the next launch only when the job passed (plan_survives)."""

@@ -6,26 +6,36 @@
 A node role writes a stamp (JSON) after its checks passed: the hash of its inputs, what it probed on the node
 (`probe`: the distro packages, the virtualenv, the files, the AMX probe, other roles' stamps), the live fingerprint
 of that probe (module_utils.node_probe, the one probe language), the boot id, the time and the facts it published.
-On the next run the module reads the stamp, takes the same probe again and node_probe.decide says whether the role
-may be skipped. Standard library only, Python 3.8+ (this runs on the nodes).
+On the next run `run` reads the stamp, takes the same probe again and node_probe.decide says whether the role may
+be skipped. Standard library only, Python 3.8+ (this runs on the nodes): amx.cluster.node_record and
+amx.cluster.provision_stamp send it with `answer` as the entry point (plugin_utils/node_bundle.py), the
+amx.cluster.node_state module calls `run` where the connection cannot take a bundle.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import os
 import re
-from typing import Any, Dict, List, Mapping, Optional
+import time
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.amx.cluster.plugins.module_utils.node_probe import ProbeError
+from ansible_collections.amx.cluster.plugins.module_utils import node_probe
+from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import CpuInfoError, gather_cpu_facts, probe_amx
+from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
 
 __all__ = [
     "AMX_KEYS",
+    "ARGUMENT_SPEC",
     "PROBE_KEYS",
     "STAMP_FORMAT",
     "STAMP_KEYS",
+    "NodeStateError",
     "StampError",
     "amx_fingerprint",
+    "answer",
     "build_stamp",
     "canonical_json",
     "check_named_stamps",
@@ -36,6 +46,7 @@ __all__ = [
     "probe_spec",
     "record_name",
     "records_to_remove",
+    "run",
     "same_record",
     "sha256_text",
     "stamp_digest",
@@ -67,7 +78,37 @@ RECORDS_KEPT = 4
 
 
 # A stamp or a probe that cannot be used; the message names what is wrong, never the file's contents.
-StampError = ProbeError
+StampError = node_probe.ProbeError
+
+CPUINFO = "/proc/cpuinfo"
+
+# The parameters of a read or a write of a record: the node_state module's argument spec, and what the actions
+# validate on the controller before they send a call (each key is documented in modules/node_state.py).
+ARGUMENT_SPEC: Dict[str, Any] = {
+    "role": {"type": "str", "required": True},
+    "inputs_hash": {"type": "str", "required": True},
+    "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
+    "force": {"type": "bool", "default": False},
+    "write": {"type": "bool", "default": False},
+    "probe": {
+        "type": "dict",
+        "default": {},
+        "options": {
+            "packages": {"type": "list", "elements": "str", "default": []},
+            "venv": {"type": "path"},
+            "manifest": {"type": "path"},
+            "files": {"type": "list", "elements": "path", "default": []},
+            "amx": {"type": "bool", "default": False},
+            "stamps": {"type": "dict", "default": {}},
+        },
+    },
+    "facts": {"type": "dict", "default": {}},
+    "node_facts": {"type": "dict", "default": {}},
+}
+
+
+class NodeStateError(Exception):
+    """What stops a read or a write, said so that a person can act on it."""
 
 
 def canonical_json(value: Any) -> str:
@@ -266,3 +307,162 @@ def records_to_remove(role: str, entries: Mapping[str, float], keep: int = RECOR
     pattern = re.compile(re.escape(role) + r"\.[0-9a-f]{16}\.json\Z")
     records = sorted((name for name in entries if pattern.match(name)), key=lambda name: (-entries[name], name))
     return records[max(keep, 0) :]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# On the node: read and decide, or write
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def amx_state() -> Dict[str, Any]:
+    """The facts of module_utils.cpu_info (as cpu_facts computes them, lscpu aside) that decide AMX."""
+    try:
+        with open(CPUINFO) as handle:
+            cpuinfo = handle.read()
+        uname = os.uname()
+        facts = gather_cpu_facts(
+            cpuinfo,
+            None,
+            machine=uname.machine,
+            kernel_release=uname.release,
+            probe=probe_amx(uname.machine),
+            allowed_cpus=sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        )
+    except (OSError, CpuInfoError) as exc:
+        return {node_probe.UNREADABLE: type(exc).__name__}
+    return amx_fingerprint(facts)
+
+
+def named_stamps_state(stamp_dir: str, stamps: Mapping[str, Any], boot_id: str, now: float) -> Dict[str, Any]:
+    """{role: {"holds": true, "digest"} | {"holds": false, "reason"}} for the stamps a probe names: each read and
+    decided as its own role decides it (its inputs hash as the probe gives it)."""
+    state: Dict[str, Any] = {}
+    for role, want in stamps.items():
+        stamp, why = read_stamp(stamp_dir, role, want["inputs_hash"])
+        if stamp is not None and stamp["probe"]["stamps"]:
+            stamp, why = None, "it names stamps of its own"
+        if stamp is None:
+            state[role] = {"holds": False, "reason": why}
+            continue
+        live = fingerprint(stamp["probe"], stamp_dir, boot_id, now)
+        holds, why = node_probe.decide(stamp, want["inputs_hash"], live, boot_id, now=now)
+        state[role] = {"holds": True, "digest": stamp["digest"]} if holds else {"holds": False, "reason": why}
+    return state
+
+
+def fingerprint(probe: Mapping[str, Any], stamp_dir: str, boot_id: str, now: float) -> Dict[str, Any]:
+    """node_probe's fingerprint of a stamp's probe, with the AMX facts and the stamps it names."""
+    live = node_probe.fingerprint(node_probe.probe(probe_spec(probe)))
+    # The Python that runs this is Ansible's interpreter, not a role's: the virtualenv's own is in its pyvenv.cfg.
+    live.pop("python")
+    if probe["amx"]:
+        live["amx"] = amx_state()
+    if probe["stamps"]:
+        live["stamps"] = named_stamps_state(stamp_dir, probe["stamps"], boot_id, now)
+    return live
+
+
+def read_stamp(stamp_dir: str, role: str, inputs: str) -> Tuple[Optional[Dict[str, Any]], str]:
+    """(stamp or None, why not) of the record of `role` for `inputs`: only a regular file of root's with mode 0600
+    is read."""
+    path = os.path.join(stamp_dir, record_name(role, inputs))
+    text, why = read_root_record(path)
+    if text is None and why == ABSENT:
+        if records_to_remove(role, stamp_entries(stamp_dir), keep=0):
+            why = "the role's inputs changed (collection version or code, role files or variables): no stamp of them"
+            return None, why
+        return None, "no stamp of an earlier run"
+    if text is None:
+        return None, f"the stamp {path} {why}: not trusted"
+    try:
+        return parse_stamp(text, role), ""
+    except StampError as exc:
+        return None, f"{exc}: not trusted"
+
+
+def stamp_entries(stamp_dir: str) -> Dict[str, float]:
+    """{name: modification time} of the files of the stamp folder ({} when there is none)."""
+    try:
+        names = os.listdir(stamp_dir)
+    except OSError:
+        return {}
+    entries = {}
+    for name in names:
+        try:
+            entries[name] = os.lstat(os.path.join(stamp_dir, name)).st_mtime
+        except OSError:
+            continue
+    return entries
+
+
+def write_stamp(directory: str, path: str, text: str, role: str) -> None:
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    write_atomically(path, text, mode=0o600, prefix=".stamp-")
+    # The newest records of the role stay, one per inputs: another checkout's record is not this one's to replace.
+    for name in records_to_remove(role, stamp_entries(directory)):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(directory, name))
+
+
+def run(params: Mapping[str, Any], check_mode: bool) -> Dict[str, Any]:
+    """The result of a read (decide) or, with params["write"], a write (not in check mode) of a role's record;
+    `params` as ARGUMENT_SPEC validated them."""
+    role = params["role"]
+    if not ROLE_NAME.match(role):
+        raise NodeStateError(f"role '{role}' is not a role name (lower case letters, digits and _)")
+    path = os.path.join(params["stamp_dir"], record_name(role, params["inputs_hash"]))
+    try:
+        boot_id = parse_boot_id(node_probe.boot_id())
+    except StampError as exc:
+        raise NodeStateError(f"cannot read the boot id of this node ({exc}); it needs Linux with /proc") from None
+    result: Dict[str, Any] = dict(changed=False, skip=False, written=False, boot_id=boot_id, facts={}, stamp_path=path)
+    now = time.time()
+
+    if params["write"]:
+        try:
+            probe = check_probe({key: value for key, value in (params["probe"] or {}).items() if value is not None})
+        except StampError as exc:
+            raise NodeStateError(f"the probe of role {role} is wrong: {exc}") from None
+        live = fingerprint(probe, params["stamp_dir"], boot_id, now)
+        unheld = node_probe.unheld_stamps(live.get("stamps") or {})
+        if unheld:
+            # A record that rests on stamps that do not hold would let the next run skip what must run.
+            result.update(reason="no stamp written: " + "; ".join(unheld), fingerprint=live)
+            return result
+        stamp = build_stamp(
+            role, params["inputs_hash"], probe, live, boot_id, now, params["facts"], params["node_facts"]
+        )
+        earlier, _why = read_stamp(params["stamp_dir"], role, params["inputs_hash"])
+        renewed = earlier is not None and same_record(earlier, stamp)
+        if not check_mode:
+            try:
+                write_stamp(params["stamp_dir"], path, stamp_text(stamp), role)
+            except OSError as exc:
+                raise NodeStateError(f"cannot write the stamp {path} ({exc}): run the task with become: true") from None
+        result.update(
+            changed=not renewed,
+            written=not check_mode,
+            reason="stamp renewed (the same record, a new time)" if renewed else "stamp written",
+            fingerprint=live,
+        )
+        return result
+
+    stamp, why = read_stamp(params["stamp_dir"], role, params["inputs_hash"])
+    live = fingerprint(stamp["probe"], params["stamp_dir"], boot_id, now) if stamp is not None else None
+    if stamp is None and not params["force"]:
+        skip, reason = False, why
+    else:
+        skip, reason = node_probe.decide(stamp, params["inputs_hash"], live, boot_id, params["force"], now)
+    result.update(skip=skip, reason=reason, fingerprint=live or {})
+    if skip:
+        result["facts"] = stamp["facts"]
+        result["ansible_facts"] = stamp["node_facts"]
+    return result
+
+
+def answer(call: Mapping[str, Any]) -> Dict[str, Any]:
+    """node_bundle's entry point: {"params", "check_mode"} -> run's result, or {"failed": true, "msg"}."""
+    try:
+        return run(call["params"], bool(call["check_mode"]))
+    except NodeStateError as exc:
+        return {"failed": True, "msg": f"node_state: {exc}"}

@@ -6,10 +6,12 @@
 
 DOCUMENTATION = r"""
 module: node_record
-short_description: Whether a node role may skip its steps, from its record and the node's live fingerprint
+short_description: Whether a node role may skip its steps, from its record and the node's live fingerprint; the record
 version_added: 0.2.0
 author:
   - amx.cluster developers (@amx-cluster)
+extends_documentation_fragment:
+  - amx.cluster.node_record
 description:
   - Internal to C(amx.cluster.node_stamp)'s C(check) entry point, which the node roles (tcmalloc, torch_stack,
     hf_examples, amx_check) include before their steps.
@@ -17,23 +19,23 @@ description:
     (C(plugins/action), C(filter), C(module_utils), C(modules), C(plugin_utils)), the files of the role and of
     C(amx.cluster.node_stamp) but their READMEs, and the role's options (its C(meta/argument_specs.yml) but
     C(<role>_preflight_done) and C(<role>_os_packages_done)) templated for this host.
-  - On the node, one M(amx.cluster.node_state) call reads the role's record of these inputs and decides; see there
-    for what the fingerprint covers.
+  - On the node, one call reads the role's record of these inputs and decides, as M(amx.cluster.node_state) does
+    (see there for what the fingerprint covers). The call is sent without a module's wrapper (some 20 kB and one
+    round trip, with the host's configured or discovered Python); where the connection cannot take a command's
+    standard input (paramiko), it runs as the M(amx.cluster.node_state) module.
+  - With O(write=true), C(amx.cluster.node_stamp)'s C(write) entry point writes the role's record for O(inputs_hash)
+    (the read's RV(inputs_hash)) the same way, after the role's checks passed.
 options:
   role:
     description: The including role's short name.
     type: str
     required: true
-  stamp_dir:
-    description: The folder of the records on the node.
-    type: path
-    default: /var/lib/amx-cluster/stamps
-  force:
-    description: Never skip (a forced full run, C(node_stamp_force)).
-    type: bool
-    default: false
+  inputs_hash:
+    description: With O(write=true), the inputs hash of the read (RV(inputs_hash)); a read computes its own.
+    type: str
+    default: ""
 notes:
-  - Run it with C(become=true) (the records are root's). It changes nothing.
+  - Run it with C(become=true) (the records are root's). A read changes nothing.
 seealso:
   - module: amx.cluster.node_state
 """
@@ -67,4 +69,8 @@ fingerprint:
   description: The live fingerprint of what the record's probe names.
   returned: always
   type: dict
+written:
+  description: With O(write=true), whether the record was written (see M(amx.cluster.node_state)).
+  returned: always
+  type: bool
 """

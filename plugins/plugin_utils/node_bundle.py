@@ -16,7 +16,11 @@ import json
 import os
 import re
 import shlex
+import zlib
 from typing import Any, Dict, List, Mapping, Tuple
+
+from ansible import constants as C
+from ansible.executor.interpreter_discovery import discover_interpreter
 
 PACKAGE = "ansible_collections.amx.cluster.plugins.module_utils"
 # ``from PACKAGE.name import ...`` or ``from PACKAGE import name, ...`` (in parentheses over several lines, too).
@@ -25,8 +29,8 @@ MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fi
 
 # Runs on the node (Python 3.8+): the sources come in on standard input, never from the node's disk.
 BOOTSTRAP = """
-import importlib, importlib.abc, importlib.util, json, sys
-call = json.loads(sys.stdin.buffer.read())
+import importlib, importlib.abc, importlib.util, json, sys, zlib
+call = json.loads(zlib.decompress(sys.stdin.buffer.read()))
 sources = call["sources"]
 
 class Bundle(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -85,7 +89,7 @@ def command(
     """(the shell command, its standard input) that runs ``name.function(arguments)`` with ``python``."""
     call = {"sources": sources(name, folder), "module": f"{PACKAGE}.{name}", "function": function}
     call["arguments"] = arguments
-    return f"{shlex.quote(python)} -I -c {shlex.quote(BOOTSTRAP)}", json.dumps(call).encode("utf-8")
+    return f"{shlex.quote(python)} -I -c {shlex.quote(BOOTSTRAP)}", zlib.compress(json.dumps(call).encode("utf-8"))
 
 
 def answer(stdout: str) -> Dict[str, Any]:
@@ -97,4 +101,57 @@ def answer(stdout: str) -> Dict[str, Any]:
     found = json.loads(lines[-1])
     if not isinstance(found, dict):
         raise ValueError("the answer is not a JSON object")
+    return found
+
+
+class BundleError(Exception):
+    """A bundle that ran and gave no answer: its exit code, and the end of its standard error in the message."""
+
+    def __init__(self, message: str, rc: Any) -> None:
+        super().__init__(message)
+        self.rc = rc
+
+
+def can_send(connection: Any) -> bool:
+    """Whether the connection takes a command's standard input (ssh, local, docker do; paramiko does not)."""
+    become = getattr(connection, "become", None)
+    return bool(getattr(connection, "has_pipelining", False)) and (become is None or become.pipelining)
+
+
+def host_python(action: Any, task_vars: Mapping[str, Any], discover: bool) -> Tuple[str, Dict[str, str]]:
+    """(the Python for a bundle on the action's host, the facts to return when it was discovered just now): the
+    configured interpreter, the one discovered earlier in the run, then Ansible's discovery (a round trip) or, without
+    ``discover``, python3."""
+    mode = str(action._templar.template(C.config.get_config_value("INTERPRETER_PYTHON", variables=task_vars)))
+    if not mode.startswith("auto"):
+        return mode, {}
+    discovered = (task_vars.get("ansible_facts") or {}).get("discovered_interpreter_python")
+    if discovered:
+        return str(discovered), {}
+    if not discover:
+        return "python3", {}
+    found = discover_interpreter(action=action, interpreter_name="python", discovery_mode=mode, task_vars=task_vars)
+    return found, {"discovered_interpreter_python": found}
+
+
+def run(
+    action: Any,
+    task_vars: Mapping[str, Any],
+    name: str,
+    function: str,
+    arguments: Mapping[str, Any],
+    discover: bool = True,
+) -> Dict[str, Any]:
+    """``name.function(arguments)``'s answer from the action's host, become as the task says, with
+    ``ansible_facts`` when the host's Python was discovered for it; BundleError when it gives none."""
+    python, facts = host_python(action, task_vars, discover)
+    line, stdin = command(python, name, function, arguments)
+    done = action._low_level_execute_command(line, sudoable=True, in_data=stdin)
+    try:
+        found = answer(done.get("stdout", ""))
+    except ValueError as exc:
+        stderr = (done.get("stderr") or "").strip()[-600:]
+        raise BundleError(f"{exc} from {python}, rc {done.get('rc')}: {stderr}", done.get("rc")) from None
+    if facts:
+        found.setdefault("ansible_facts", {}).update(facts)
     return found

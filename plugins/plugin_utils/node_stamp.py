@@ -1,23 +1,29 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The controller's side of the node record (the action amx.cluster.node_record): the inputs hash of a node role,
-from its files, its collection's version and plugin code and its resolved options."""
+"""The controller's side of the node record (the actions amx.cluster.node_record and amx.cluster.provision_stamp):
+the inputs hash of a node role, from its files, its collection's version and plugin code and its resolved options;
+and the one way they read or write a record on the node."""
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
 from typing import Any, Dict, List, Mapping, Tuple
 
 import yaml
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import (
+    ARGUMENT_SPEC,
     StampError,
     inputs_hash,
     version_from_galaxy,
 )
+from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
 
 # Files of a role that do not change what it does.
 LEFT_OUT = ("README.md",)
@@ -127,3 +133,29 @@ def node_stamp_option_names(role_path: str, entry_point: str = "main") -> List[s
         raise StampError(f"{spec_file} has no entry point '{entry_point}'")
     options = (specs[entry_point] or {}).get("options") or {}
     return sorted(name for name in options if not name.endswith(RUN_OPTION_SUFFIXES))
+
+
+def node_state(action: Any, task_vars: Mapping[str, Any], params: Mapping[str, Any]) -> Dict[str, Any]:
+    """A read or a write of a record on the action's host (module_utils.node_state.run, as root when the task
+    says become): sent by node_bundle in one round trip, or as the amx.cluster.node_state module where the connection
+    cannot take a command's standard input. The parameters are checked here, before anything is sent."""
+    host = task_vars.get("inventory_hostname")
+    # A copy: the validator fills a dict default (probe's) with its suboptions' defaults in place.
+    checked = ArgumentSpecValidator(copy.deepcopy(ARGUMENT_SPEC)).validate(dict(params))
+    if checked.error_messages:
+        raise AnsibleActionFail(f"{host}: the record's parameters are wrong: {'; '.join(checked.error_messages)}")
+    if node_bundle.can_send(action._connection):
+        call = {"params": checked.validated_parameters, "check_mode": bool(action._task.check_mode)}
+        try:
+            found = node_bundle.run(action, task_vars, "node_state", "answer", call)
+        except node_bundle.BundleError as exc:
+            raise AnsibleActionFail(f"{host}: the node record could not be read or written: {exc}") from None
+    else:
+        module_args = dict(params)
+        found = action._execute_module(
+            module_name="amx.cluster.node_state", module_args=module_args, task_vars=task_vars
+        )
+        found.pop("invocation", None)
+    if found.get("failed"):
+        raise AnsibleActionFail(f"{host}: {found.get('msg') or 'amx.cluster.node_state failed'}")
+    return found

@@ -1,9 +1,10 @@
 # Copyright: contributors to amx.cluster
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
-"""The node_state module on this machine, against stamps, files and a virtualenv folder in a temporary folder (the
-boot id, the package query and the AMX probe are this machine's own): its run() in this process, and the module
-through `ansible` for what only a real call shows (the facts it sets, check mode, the package query)."""
+"""A record's read and write on this machine, against stamps, files and a virtualenv folder in a temporary folder (the
+boot id, the package query and the AMX probe are this machine's own): module_utils.node_state.run in this process,
+and the node_state module through `ansible` for what only a real call shows (the facts it sets, check mode, the
+package query). The actions' way to it, the bundle, is tested in test_node_record_action.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import subprocess
 import ad_hoc
 import pytest
 
-from ansible_collections.amx.cluster.plugins.modules import node_state
+from ansible_collections.amx.cluster.plugins.module_utils import node_state
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 INPUTS = "a" * 64
@@ -27,7 +28,6 @@ DEFAULTS = {
     "probe": {},
     "facts": {},
     "node_facts": {},
-    "disk_path": "/",
 }
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the stamps are root's: the module is tested as root")
@@ -94,7 +94,6 @@ def test_a_fresh_stamp_lets_the_role_skip_and_gives_back_its_facts(node):
     assert result["facts"] == {"ssh_mesh_key": "/root/.ssh/id"}
     assert result["ansible_facts"] == {"amx_cpu": {"amx_usable": False}}
     assert result["boot_id"] == pathlib.Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    assert result["disk_free_bytes"] > 0
     # Renewed with the same record: a new time, no change.
     assert (
         node.write(facts={"ssh_mesh_key": "/root/.ssh/id"}, node_facts={"amx_cpu": {"amx_usable": False}})["changed"]

@@ -52,10 +52,20 @@ def test_the_import_pattern_reads_each_form():
     assert set(node_bundle.imported_names(source)) == parsed_names(source)
 
 
-def test_the_launch_check_bundle_holds_what_it_imports_and_nothing_of_ansible():
-    found = node_bundle.sources("launch_check")
-    names = {name.rsplit(".", 1)[1] for name in found}
-    assert {"launch_check", "launch_plan", "node_probe", "smoke_record", "files", "launch", "inputs"} <= names
+@pytest.mark.parametrize(
+    ("name", "imported"),
+    [
+        (
+            "launch_check",
+            {"launch_plan", "node_probe", "node_state", "cpu_info", "smoke_record", "files", "launch", "inputs"}
+            | {"train_agent", "onednn_verbose"},
+        ),
+        ("node_state", {"node_probe", "cpu_info", "files"}),
+    ],
+)
+def test_a_bundle_holds_what_it_imports_and_nothing_of_ansible(name, imported):
+    found = node_bundle.sources(name)
+    assert {module.rsplit(".", 1)[1] for module in found} == imported | {name}
     for source in found.values():
         assert "from ansible." not in source and "import ansible\n" not in source
 

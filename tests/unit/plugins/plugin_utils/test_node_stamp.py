@@ -2,19 +2,24 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 """The controller's side of the node record (amx.cluster.node_record): a role's inputs hash follows its files, its
-variables, the collection version and the collection's plugin code; its option names come from its argument_specs."""
+variables, the collection version and the collection's plugin code; its option names come from its argument_specs;
+a record is read and written on the node through the bundle, or the module where the connection takes no input."""
 
 from __future__ import annotations
 
 import json
 import pathlib
 import shutil
+import subprocess
 
 import pytest
+from ansible.errors import AnsibleActionFail
 
+from ansible_collections.amx.cluster.plugins.module_utils import node_state
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import StampError
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_inputs as inputs
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_option_names as option_names
+from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_state as record_call
 
 REPO = pathlib.Path(__file__).resolve().parents[4]
 
@@ -96,3 +101,81 @@ def test_option_names_are_the_argument_specs():
     assert "tcmalloc_library_path" not in names
     with pytest.raises(StampError, match="has no entry point 'nope'"):
         option_names(str(REPO / "roles" / "tcmalloc"), "nope")
+
+
+class Action:
+    """What node_stamp.node_state uses of an action plugin: commands run here with this machine's system Python,
+    which has no Ansible (as a node's), and a module call that is only recorded (the module itself runs through
+    `ansible` in tests/unit/plugins/modules/test_node_state_module.py)."""
+
+    def __init__(self, pipelining: bool, check_mode: bool = False):
+        self._connection = type("Connection", (), {"has_pipelining": pipelining, "become": None})()
+        self._task = type("Task", (), {"check_mode": check_mode})()
+        self._templar = type("Templar", (), {"template": staticmethod(lambda value: value)})()
+        self.commands = []
+        self.modules = []
+
+    def _low_level_execute_command(self, command, sudoable=True, in_data=None):
+        self.commands.append(command)
+        done = subprocess.run(command, shell=True, input=in_data, capture_output=True, timeout=60, check=False)
+        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
+
+    def _execute_module(self, module_name, module_args, task_vars):
+        self.modules.append((module_name, module_args))
+        return {"skip": False, "reason": "from the module", "invocation": {}}
+
+
+def test_a_record_is_written_and_read_through_the_bundle_without_ansible_on_the_node(tmp_path):
+    from ad_hoc import NODE_PYTHON
+
+    (tmp_path / "hosts").write_text("node1\n")
+    task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
+    record = {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path / "stamps")}
+    action = Action(pipelining=True)
+    probe = {"files": [str(tmp_path / "hosts")]}
+    written = record_call(action, task_vars, dict(record, write=True, probe=probe, facts={"fact": 1}))
+    assert written["written"] is True and written["changed"] is True, written
+    read = record_call(action, task_vars, record)
+    assert read["skip"] is True and read["facts"] == {"fact": 1}, read["reason"]
+    (tmp_path / "hosts").write_text("node1\nnode2\n")
+    read = record_call(action, task_vars, record)
+    assert read["skip"] is False and "files" in read["reason"], read["reason"]
+    assert len(action.commands) == 3 and all(NODE_PYTHON in command for command in action.commands)
+    assert action.modules == []
+    # In check mode a write says what it would do and writes nothing.
+    checked = record_call(Action(pipelining=True, check_mode=True), task_vars, dict(record, write=True, probe=probe))
+    assert checked["written"] is False and checked["changed"] is True
+
+
+def test_a_wrong_record_call_fails_on_the_controller_or_with_the_nodes_reason(tmp_path):
+    from ad_hoc import NODE_PYTHON
+
+    task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
+    action = Action(pipelining=True)
+    with pytest.raises(AnsibleActionFail, match=r"node1: the record's parameters are wrong: .*inputs_hash"):
+        record_call(action, task_vars, {"role": "tcmalloc"})
+    assert action.commands == []
+    with pytest.raises(AnsibleActionFail, match=r"node1: node_state: role '\.\./x' is not a role name"):
+        record_call(action, task_vars, {"role": "../x", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)})
+    broken = {"inventory_hostname": "node1", "ansible_python_interpreter": "/nonexistent/python3"}
+    with pytest.raises(
+        AnsibleActionFail, match="could not be read or written: no answer from /nonexistent/python3, rc 127"
+    ):
+        record_call(action, broken, {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)})
+
+
+def test_a_connection_without_standard_input_reads_the_record_with_the_module(tmp_path):
+    action = Action(pipelining=False)
+    record = {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)}
+    found = record_call(action, {"inventory_hostname": "node1"}, record)
+    assert found == {"skip": False, "reason": "from the module"}
+    assert action.modules == [("amx.cluster.node_state", record)] and action.commands == []
+
+
+def test_a_call_leaves_the_shared_argument_spec_as_it_was(tmp_path):
+    from ad_hoc import NODE_PYTHON
+
+    before = json.dumps(node_state.ARGUMENT_SPEC, sort_keys=True)
+    task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
+    record_call(Action(pipelining=True), task_vars, {"role": "r", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)})
+    assert json.dumps(node_state.ARGUMENT_SPEC, sort_keys=True) == before
