@@ -17,8 +17,7 @@ import json
 import math
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
-from ansible_collections.amx.cluster.plugins.module_utils.node_probe import decide, fingerprint
-from ansible_collections.amx.cluster.plugins.module_utils.node_state import canonical_json
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import canonical_json, decide, fingerprint
 from ansible_collections.amx.cluster.plugins.module_utils.onednn_verbose import run_kernels
 from ansible_collections.amx.cluster.plugins.module_utils.smoke_record import RUN_DIR_MARK, RUN_ID_MARK
 

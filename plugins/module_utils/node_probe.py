@@ -107,6 +107,11 @@ def parse_package_versions(manager: str, names: List[str], stdout: str) -> Dict[
     return {name: (",".join(sorted(found[name])) if name in found else None) for name in names}
 
 
+def canonical_json(value: Any) -> str:
+    """One text per value: sorted keys, no spaces, anything JSON does not know as its str()."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
 def canonical_distribution(name: str) -> str:
     """A distribution name as pip compares it (PEP 503: lower case, runs of -_. as one -)."""
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -25,6 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from ansible_collections.amx.cluster.plugins.module_utils import node_probe
 from ansible_collections.amx.cluster.plugins.module_utils.cpu_info import CpuInfoError, gather_cpu_facts, probe_amx
 from ansible_collections.amx.cluster.plugins.module_utils.files import ABSENT, read_root_record, write_atomically
+from ansible_collections.amx.cluster.plugins.module_utils.node_probe import canonical_json
 
 __all__ = [
     "AMX_KEYS",
@@ -109,11 +110,6 @@ ARGUMENT_SPEC: Dict[str, Any] = {
 
 class NodeStateError(Exception):
     """What stops a read or a write, said so that a person can act on it."""
-
-
-def canonical_json(value: Any) -> str:
-    """One text per value: sorted keys, no spaces, anything JSON does not know as its str()."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def sha256_text(text: str) -> str:

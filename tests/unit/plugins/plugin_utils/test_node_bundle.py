@@ -57,8 +57,7 @@ def test_the_import_pattern_reads_each_form():
     [
         (
             "launch_check",
-            {"launch_plan", "node_probe", "node_state", "cpu_info", "smoke_record", "files", "launch", "inputs"}
-            | {"train_agent", "onednn_verbose"},
+            {"launch_plan", "node_probe", "smoke_record", "files", "launch", "inputs", "train_agent", "onednn_verbose"},
         ),
         ("node_state", {"node_probe", "cpu_info", "files"}),
     ],
