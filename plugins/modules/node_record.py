@@ -20,7 +20,7 @@ description:
     C(amx.cluster.node_stamp) but their READMEs, and the role's options (its C(meta/argument_specs.yml) but
     C(<role>_preflight_done) and C(<role>_os_packages_done)) templated for this host.
   - On the node, one call reads the role's record of these inputs and decides, as M(amx.cluster.node_state) does
-    (see there for what the fingerprint covers). The call is sent without a module's wrapper (some 20 kB and one
+    (see there for what the fingerprint covers). The call is sent without a module's wrapper (about 25 kB and one
     round trip, with the host's configured or discovered Python); where the connection cannot take a command's
     standard input (paramiko), it runs as the M(amx.cluster.node_state) module.
   - With O(write=true), C(amx.cluster.node_stamp)'s C(write) entry point writes the role's record for O(inputs_hash)

@@ -6,8 +6,10 @@
 For the one-step launch's check, whose time is the user's wait: Ansible's wrapper (building the module's payload on
 the controller, sending it, importing Ansible's own module code on the node) took about 0.3 s of it. Here the
 controller sends the sources of one module_utils file and of every module_utils file it imports, with the call's
-arguments, as one JSON document on standard input to ``PYTHON -I -c BOOTSTRAP``; the bootstrap imports them from
-memory, calls the function and prints its answer as one JSON line. The function takes one dict and returns one.
+arguments, as one zlib-compressed JSON document on standard input to ``PYTHON -I -c BOOTSTRAP``; the bootstrap
+imports them from memory, calls the function and prints its answer as one JSON line. The function takes one dict and
+returns one. The node records' reads and writes (amx.cluster.node_record, amx.cluster.provision_stamp) go the same
+way: about 25 kB a call instead of a module's 200 kB.
 """
 
 from __future__ import annotations
