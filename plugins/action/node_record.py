@@ -13,7 +13,6 @@ it writes the record of the inputs hash the read returned, once the role's check
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Dict, Optional
 
 import yaml
@@ -41,8 +40,7 @@ class ActionModule(ActionBase):
     def run(self, tmp: Optional[str] = None, task_vars: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
         result = super().run(tmp, task_vars)
         del tmp
-        # A copy: the validator fills a dict default (probe's) with its suboptions' defaults in place.
-        args = self.validate_argument_spec(argument_spec=copy.deepcopy(ARGUMENT_SPEC))[1]
+        args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
         task_vars = task_vars or {}
         host = task_vars.get("inventory_hostname")
         parents = task_vars.get("ansible_parent_role_paths") or []

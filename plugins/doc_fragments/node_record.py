@@ -27,7 +27,6 @@ options:
       - What the fingerprint covers, kept in the stamp (a later read probes what the stamp names). Used with
         O(write=true).
     type: dict
-    default: {}
     suboptions:
       packages:
         description: Distro packages whose installed versions are compared.

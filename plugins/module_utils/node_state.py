@@ -91,9 +91,9 @@ ARGUMENT_SPEC: Dict[str, Any] = {
     "stamp_dir": {"type": "path", "default": "/var/lib/amx-cluster/stamps"},
     "force": {"type": "bool", "default": False},
     "write": {"type": "bool", "default": False},
+    # No default: Ansible's validator would fill a shared {} with the suboptions' defaults in place.
     "probe": {
         "type": "dict",
-        "default": {},
         "options": {
             "packages": {"type": "list", "elements": "str", "default": []},
             "venv": {"type": "path"},

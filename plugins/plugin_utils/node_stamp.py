@@ -7,7 +7,6 @@ and the one way they read or write a record on the node."""
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import os
@@ -140,8 +139,7 @@ def node_state(action: Any, task_vars: Mapping[str, Any], params: Mapping[str, A
     says become): sent by node_bundle in one round trip, or as the amx.cluster.node_state module where the connection
     cannot take a command's standard input. The parameters are checked here, before anything is sent."""
     host = task_vars.get("inventory_hostname")
-    # A copy: the validator fills a dict default (probe's) with its suboptions' defaults in place.
-    checked = ArgumentSpecValidator(copy.deepcopy(ARGUMENT_SPEC)).validate(dict(params))
+    checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(dict(params))
     if checked.error_messages:
         raise AnsibleActionFail(f"{host}: the record's parameters are wrong: {'; '.join(checked.error_messages)}")
     if node_bundle.can_send(action._connection):
