@@ -456,9 +456,26 @@ def run(params: Mapping[str, Any], check_mode: bool) -> Dict[str, Any]:
     return result
 
 
+def node_paths(params: Mapping[str, Any], spec: Mapping[str, Any] = ARGUMENT_SPEC) -> Dict[str, Any]:
+    """`params` with `~` and $VARIABLES of the path options expanded on the node, as the module's would be: the
+    controller checks them as text, since a `~` means a home on the node."""
+    expanded = dict(params)
+    for name, option in spec.items():
+        value = expanded.get(name)
+        if value is None:
+            continue
+        if option["type"] == "path":
+            expanded[name] = os.path.expanduser(os.path.expandvars(value))
+        elif option.get("elements") == "path":
+            expanded[name] = [os.path.expanduser(os.path.expandvars(item)) for item in value]
+        elif "options" in option:
+            expanded[name] = node_paths(value, option["options"])
+    return expanded
+
+
 def answer(call: Mapping[str, Any]) -> Dict[str, Any]:
     """node_bundle's entry point: {"params", "check_mode"} -> run's result, or {"failed": true, "msg"}."""
     try:
-        return run(call["params"], bool(call["check_mode"]))
+        return run(node_paths(call["params"]), bool(call["check_mode"]))
     except NodeStateError as exc:
         return {"failed": True, "msg": f"node_state: {exc}"}

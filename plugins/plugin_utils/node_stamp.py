@@ -134,12 +134,30 @@ def node_stamp_option_names(role_path: str, entry_point: str = "main") -> List[s
     return sorted(name for name in options if not name.endswith(RUN_OPTION_SUFFIXES))
 
 
+def text_paths(spec: Mapping[str, Any]) -> Dict[str, Any]:
+    """An argument spec whose path options are checked as strings: the node expands them (node_state.node_paths)."""
+    copied: Dict[str, Any] = {}
+    for name, option in spec.items():
+        option = dict(option)
+        if option["type"] == "path":
+            option["type"] = "str"
+        if option.get("elements") == "path":
+            option["elements"] = "str"
+        if "options" in option:
+            option["options"] = text_paths(option["options"])
+        copied[name] = option
+    return copied
+
+
+CONTROLLER_SPEC = text_paths(ARGUMENT_SPEC)
+
+
 def node_state(action: Any, task_vars: Mapping[str, Any], params: Mapping[str, Any]) -> Dict[str, Any]:
     """A read or a write of a record on the action's host (module_utils.node_state.run, as root when the task
     says become): sent by node_bundle in one round trip, or as the amx.cluster.node_state module where the connection
     cannot take a command's standard input. The parameters are checked here, before anything is sent."""
     host = task_vars.get("inventory_hostname")
-    checked = ArgumentSpecValidator(ARGUMENT_SPEC).validate(dict(params))
+    checked = ArgumentSpecValidator(CONTROLLER_SPEC).validate(dict(params))
     if checked.error_messages:
         raise AnsibleActionFail(f"{host}: the record's parameters are wrong: {'; '.join(checked.error_messages)}")
     if node_bundle.can_send(action._connection):

@@ -8,6 +8,7 @@ a record is read and written on the node through the bundle, or the module where
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.amx.cluster.plugins.module_utils import node_state
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import StampError
+from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import CONTROLLER_SPEC
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_inputs as inputs
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_option_names as option_names
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_state as record_call
@@ -175,7 +177,38 @@ def test_a_connection_without_standard_input_reads_the_record_with_the_module(tm
 def test_a_call_leaves_the_shared_argument_spec_as_it_was(tmp_path):
     from ad_hoc import NODE_PYTHON
 
-    before = json.dumps(node_state.ARGUMENT_SPEC, sort_keys=True)
+    specs = (node_state.ARGUMENT_SPEC, CONTROLLER_SPEC)
+    before = json.dumps(specs, sort_keys=True)
     task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
     record_call(Action(pipelining=True), task_vars, {"role": "r", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)})
-    assert json.dumps(node_state.ARGUMENT_SPEC, sort_keys=True) == before
+    assert json.dumps(specs, sort_keys=True) == before
+
+
+class NodeWithItsOwnHome(Action):
+    """An Action whose node has another home than the controller."""
+
+    def __init__(self, home):
+        super().__init__(pipelining=True)
+        self.home = home
+
+    def _low_level_execute_command(self, command, sudoable=True, in_data=None):
+        self.commands.append(command)
+        env = dict(os.environ, HOME=str(self.home))
+        done = subprocess.run(command, shell=True, input=in_data, env=env, capture_output=True, timeout=60, check=False)
+        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
+
+
+def test_a_home_in_a_record_path_is_the_nodes_not_the_controllers(tmp_path, monkeypatch):
+    from ad_hoc import NODE_PYTHON
+
+    monkeypatch.setenv("HOME", str(tmp_path / "controller"))
+    node_home = tmp_path / "node"
+    node_home.mkdir()
+    (node_home / "hosts").write_text("node1\n")
+    task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
+    record = {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": "~/stamps"}
+    probe = {"files": ["~/hosts"]}
+    written = record_call(NodeWithItsOwnHome(node_home), task_vars, dict(record, write=True, probe=probe))
+    assert written["written"] is True, written
+    assert [path.name for path in (node_home / "stamps").iterdir()] and not (tmp_path / "controller").exists()
+    assert record_call(NodeWithItsOwnHome(node_home), task_vars, record)["skip"] is True
