@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 
 import pytest
 from standin_index import wheel
@@ -195,6 +196,10 @@ def test_a_download_in_the_background_outlives_its_caller_and_the_next_fetch_wai
     )
     assert started.returncode == 0, started.stderr
     assert started.stdout.strip() == str({"changed": True, "cached": False, "started": True, "path": str(dest)})
+    # The download makes its folder just after it takes the lock, which is when start_fetch returns.
+    deadline = time.monotonic() + 60
+    while not os.path.isdir(wh.partial_dir(str(dest))) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert os.path.isdir(wh.partial_dir(str(dest))) and not dest.exists(), "the download runs on after its caller"
 
     gate.write_text("")
