@@ -160,8 +160,8 @@ class ActionModule(ActionBase):
 
     def _check_plan(self, params: Dict[str, Any], task_vars: Dict[str, Any]) -> Dict[str, Any]:
         """The launch check (module_utils/launch_check.py) on the master in one round trip, as root, with the
-        host's configured or discovered Python, else python3 (no discovery: a round trip of its own). No such Python
-        is a reason for the full path, not a failure."""
+        host's configured or discovered Python, else python3 (no discovery: a round trip of its own). No such Python,
+        or one too old for the check, is a reason for the full path, not a failure."""
         try:
             return node_bundle.run(self, task_vars, "launch_check", "check", params, discover=False)
         except node_bundle.BundleError as exc:
@@ -170,6 +170,8 @@ class ActionModule(ActionBase):
                     "ready": False,
                     "reason": f"no such Python on {self._host} ({exc}): set ansible_python_interpreter",
                 }
+            if exc.too_old:
+                return {"ready": False, "reason": f"on {self._host}, {exc}"}
             raise AnsibleActionFail(f"the one-step launch's check failed on {self._host}: {exc}") from None
 
     def _settle_plan(self, done: Any, inputs: str, plan_dir: str, task_vars: Dict[str, Any]) -> bool:

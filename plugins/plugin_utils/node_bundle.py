@@ -29,10 +29,16 @@ PACKAGE = "ansible_collections.amx.cluster.plugins.module_utils"
 IMPORT = re.compile(rf"^[ \t]*from {re.escape(PACKAGE)}(?:\.(\w+))? import (\([^)]*\)|[^\n]*)", re.MULTILINE)
 MODULE_UTILS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "module_utils")
 
-# Runs on the node (Python 3.8+): the sources come in on standard input, never from the node's disk.
+# The oldest Python a bundle's sources run on (Ansible's own oldest for a managed node).
+OLDEST_PYTHON = (3, 8)
+# Runs on the node: the sources come in on standard input, never from the node's disk. It reads as far as the
+# version check on any Python 3, so an older one (an EL 8 node's python3 is 3.6) says so instead of a SyntaxError.
 BOOTSTRAP = """
 import importlib, importlib.abc, importlib.util, json, sys, zlib
 call = json.loads(zlib.decompress(sys.stdin.buffer.read()))
+if sys.version_info < tuple(call["oldest_python"]):
+    sys.stdout.write("\\n" + json.dumps({"python_too_old": "%d.%d" % sys.version_info[:2]}) + "\\n")
+    sys.exit(0)
 sources = call["sources"]
 
 class Bundle(importlib.abc.MetaPathFinder, importlib.abc.Loader):
@@ -90,7 +96,7 @@ def command(
 ) -> Tuple[str, bytes]:
     """(the shell command, its standard input) that runs ``name.function(arguments)`` with ``python``."""
     call = {"sources": sources(name, folder), "module": f"{PACKAGE}.{name}", "function": function}
-    call["arguments"] = arguments
+    call.update(arguments=arguments, oldest_python=OLDEST_PYTHON)
     return f"{shlex.quote(python)} -I -c {shlex.quote(BOOTSTRAP)}", zlib.compress(json.dumps(call).encode("utf-8"))
 
 
@@ -107,11 +113,13 @@ def answer(stdout: str) -> Dict[str, Any]:
 
 
 class BundleError(Exception):
-    """A bundle that ran and gave no answer: its exit code, and the end of its standard error in the message."""
+    """A bundle that gave no answer: its exit code, and the end of its standard error in the message; or a Python
+    older than OLDEST_PYTHON (``too_old``)."""
 
-    def __init__(self, message: str, rc: Any) -> None:
+    def __init__(self, message: str, rc: Any, too_old: bool = False) -> None:
         super().__init__(message)
         self.rc = rc
+        self.too_old = too_old
 
 
 def can_send(connection: Any) -> bool:
@@ -154,6 +162,10 @@ def run(
     except ValueError as exc:
         stderr = (done.get("stderr") or "").strip()[-600:]
         raise BundleError(f"{exc} from {python}, rc {done.get('rc')}: {stderr}", done.get("rc")) from None
+    if "python_too_old" in found:
+        oldest = ".".join(map(str, OLDEST_PYTHON))
+        message = f"{python} is Python {found['python_too_old']}, older than {oldest}: set ansible_python_interpreter"
+        raise BundleError(message, done.get("rc"), too_old=True)
     if facts:
         found.setdefault("ansible_facts", {}).update(facts)
     return found

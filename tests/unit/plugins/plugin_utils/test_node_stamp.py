@@ -18,6 +18,7 @@ from ansible.errors import AnsibleActionFail
 
 from ansible_collections.amx.cluster.plugins.module_utils import node_state
 from ansible_collections.amx.cluster.plugins.module_utils.node_state import StampError
+from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import CONTROLLER_SPEC
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_inputs as inputs
 from ansible_collections.amx.cluster.plugins.plugin_utils.node_stamp import node_stamp_option_names as option_names
@@ -149,7 +150,7 @@ def test_a_record_is_written_and_read_through_the_bundle_without_ansible_on_the_
     assert checked["written"] is False and checked["changed"] is True
 
 
-def test_a_wrong_record_call_fails_on_the_controller_or_with_the_nodes_reason(tmp_path):
+def test_a_wrong_record_call_fails_on_the_controller_or_with_the_nodes_reason(tmp_path, monkeypatch):
     from ad_hoc import NODE_PYTHON
 
     task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
@@ -159,6 +160,12 @@ def test_a_wrong_record_call_fails_on_the_controller_or_with_the_nodes_reason(tm
     assert action.commands == []
     with pytest.raises(AnsibleActionFail, match=r"node1: node_state: role '\.\./x' is not a role name"):
         record_call(action, task_vars, {"role": "../x", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)})
+    with monkeypatch.context() as patch:
+        patch.setattr(node_bundle, "OLDEST_PYTHON", (99, 0))
+        with pytest.raises(
+            AnsibleActionFail, match=r"is Python 3\.\d+, older than 99\.0: set ansible_python_interpreter"
+        ):
+            record_call(action, task_vars, {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path)})
     broken = {"inventory_hostname": "node1", "ansible_python_interpreter": "/nonexistent/python3"}
     with pytest.raises(
         AnsibleActionFail, match="could not be read or written: no answer from /nonexistent/python3, rc 127"
