@@ -456,11 +456,11 @@ def run(params: Mapping[str, Any], check_mode: bool) -> Dict[str, Any]:
     return result
 
 
-def node_paths(params: Mapping[str, Any], spec: Mapping[str, Any] = ARGUMENT_SPEC) -> Dict[str, Any]:
-    """`params` with `~` and $VARIABLES of the path options expanded on the node, as the module's would be: the
-    controller checks them as text, since a `~` means a home on the node."""
+def node_paths(params: Mapping[str, Any], spec: Optional[Mapping[str, Any]] = None) -> Dict[str, Any]:
+    """`params` with `~` and $VARIABLES of the path options of `spec` (ARGUMENT_SPEC) expanded on the node, as the
+    module's would be: the controller checks them as text, since a `~` means a home on the node."""
     expanded = dict(params)
-    for name, option in spec.items():
+    for name, option in (ARGUMENT_SPEC if spec is None else spec).items():
         value = expanded.get(name)
         if value is None:
             continue
