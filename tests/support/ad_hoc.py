@@ -60,3 +60,10 @@ def run_module(
     except ValueError:
         pytest.fail(f"ansible printed no JSON (rc {proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return document["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def run_here(command: str, in_data: Optional[bytes] = None, env: Optional[Dict[str, str]] = None) -> Dict[str, Any]:
+    """What a connection's _low_level_execute_command answers, for a command run on this machine as on a node (the
+    stand-in actions of the tests that send node_bundle's commands)."""
+    done = subprocess.run(command, shell=True, input=in_data, env=env, capture_output=True, timeout=60, check=False)
+    return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}

@@ -4,10 +4,8 @@
 """The amx.cluster.train_launch action: a master without a Python for the one-step launch's check hands over to the
 full path; after its job, a job that failed removes the one-step launch's plan."""
 
-import subprocess
-
 import pytest
-from ad_hoc import NODE_PYTHON
+from ad_hoc import NODE_PYTHON, run_here
 
 from ansible_collections.amx.cluster.plugins.action.train_launch import ActionModule
 from ansible_collections.amx.cluster.plugins.plugin_utils import node_bundle
@@ -66,8 +64,7 @@ class Master(Recorder):
         self._templar = type("Templar", (), {"template": staticmethod(lambda value: value)})()
 
     def _low_level_execute_command(self, command, sudoable=True, in_data=None):
-        done = subprocess.run(command, shell=True, input=in_data, capture_output=True, timeout=60, check=False)
-        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
+        return run_here(command, in_data)
 
 
 def test_a_master_without_a_python_for_the_check_hands_over(tmp_path, monkeypatch):

@@ -11,9 +11,9 @@ import json
 import os
 import pathlib
 import shutil
-import subprocess
 
 import pytest
+from ad_hoc import run_here
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.amx.cluster.plugins.module_utils import node_state
@@ -111,7 +111,8 @@ class Action:
     which has no Ansible (as a node's), and a module call that is only recorded (the module itself runs through
     `ansible` in tests/unit/plugins/modules/test_node_state_module.py)."""
 
-    def __init__(self, pipelining: bool, check_mode: bool = False):
+    def __init__(self, pipelining: bool, check_mode: bool = False, env=None):
+        self.env = env
         self._connection = type("Connection", (), {"has_pipelining": pipelining, "become": None})()
         self._task = type("Task", (), {"check_mode": check_mode})()
         self._templar = type("Templar", (), {"template": staticmethod(lambda value: value)})()
@@ -120,8 +121,7 @@ class Action:
 
     def _low_level_execute_command(self, command, sudoable=True, in_data=None):
         self.commands.append(command)
-        done = subprocess.run(command, shell=True, input=in_data, capture_output=True, timeout=60, check=False)
-        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
+        return run_here(command, in_data, self.env)
 
     def _execute_module(self, module_name, module_args, task_vars):
         self.modules.append((module_name, module_args))
@@ -191,20 +191,6 @@ def test_a_call_leaves_the_shared_argument_spec_as_it_was(tmp_path):
     assert json.dumps(specs, sort_keys=True) == before
 
 
-class NodeWithItsOwnHome(Action):
-    """An Action whose node has another home than the controller."""
-
-    def __init__(self, home):
-        super().__init__(pipelining=True)
-        self.home = home
-
-    def _low_level_execute_command(self, command, sudoable=True, in_data=None):
-        self.commands.append(command)
-        env = dict(os.environ, HOME=str(self.home))
-        done = subprocess.run(command, shell=True, input=in_data, env=env, capture_output=True, timeout=60, check=False)
-        return {"rc": done.returncode, "stdout": done.stdout.decode(), "stderr": done.stderr.decode()}
-
-
 def test_a_home_in_a_record_path_is_the_nodes_not_the_controllers(tmp_path, monkeypatch):
     from ad_hoc import NODE_PYTHON
 
@@ -215,7 +201,8 @@ def test_a_home_in_a_record_path_is_the_nodes_not_the_controllers(tmp_path, monk
     task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
     record = {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": "~/stamps"}
     probe = {"files": ["~/hosts"]}
-    written = record_call(NodeWithItsOwnHome(node_home), task_vars, dict(record, write=True, probe=probe))
+    node = Action(pipelining=True, env=dict(os.environ, HOME=str(node_home)))
+    written = record_call(node, task_vars, dict(record, write=True, probe=probe))
     assert written["written"] is True, written
     assert [path.name for path in (node_home / "stamps").iterdir()] and not (tmp_path / "controller").exists()
-    assert record_call(NodeWithItsOwnHome(node_home), task_vars, record)["skip"] is True
+    assert record_call(node, task_vars, record)["skip"] is True
