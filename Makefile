@@ -66,8 +66,10 @@ unit: setup
 core-newest: setup
 	bash tests/core-range.sh tests/core-newest.txt 3.13
 
+# INTEGRATION picks a part: `make test` runs the EC2 part (against the local API) and the rest as two checks.
+INTEGRATION ?= tests/integration
 integration: setup host-packages node-image
-	pytest -q tests/integration
+	pytest -q $(INTEGRATION)
 
 # Every scenario runs, past a failure, with its time in the summary (tests/run-checks.sh).
 molecule: setup host-packages node-image
@@ -93,12 +95,15 @@ bench-smoke: setup
 build: setup
 	bash tools/build-collection.sh .cache/dist
 
-# Two checks at once, longest first: tests/run-checks.sh starts the next check whenever one ends, so the fleet
-# scenario and the integration suite start together and the short checks fill in behind them (one molecule scenario
-# per check). Two at once, each check runs slower, but the whole run is shorter than one check after the other
-# (tests/run-checks.sh prints each check's time). TEST_JOBS=1 runs them in turn.
-TEST_JOBS ?= 2
-TEST_CHECKS = $(call molecule-check,fleet) "integration=$(MAKE) -s integration" $(call molecule-check,torch_stack) \
+# Three checks at once, longest first: tests/run-checks.sh starts the next check whenever one ends, so the fleet
+# scenario and the two halves of the integration suite start together and the short checks fill in behind them (one
+# molecule scenario per check). Most checks are one Ansible or pytest process after another, about one core busy
+# (the EC2 tests: 48% of 2 cores), so three at once keep 2 cores busy; each check runs slower, but the whole run is
+# shorter (tests/run-checks.sh prints each check's time). TEST_JOBS=1 runs them in turn.
+TEST_JOBS ?= 3
+TEST_CHECKS = $(call molecule-check,fleet) \
+  "integration-nodes=$(MAKE) -s integration INTEGRATION='tests/integration --ignore=tests/integration/ec2'" \
+  "integration-ec2=$(MAKE) -s integration INTEGRATION=tests/integration/ec2" $(call molecule-check,torch_stack) \
   "unit=$(MAKE) -s unit" "core-newest=$(MAKE) -s core-newest" \
   $(foreach s,$(filter-out fleet torch_stack,$(MOLECULE_SCENARIOS)),$(call molecule-check,$(s))) \
   "lint=$(MAKE) -s lint" "sanity=$(MAKE) -s sanity" "build=bash tests/build-install.sh" "bench=$(MAKE) -s bench-smoke"
