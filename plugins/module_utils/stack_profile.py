@@ -546,9 +546,6 @@ STACK_IMPORTS = (
     {"package": ONECCL, "module": "oneccl_bindings_for_pytorch", "key": "oneccl"},
     {"package": "accelerate", "module": "accelerate", "key": "accelerate"},
     {"package": "datasets", "module": "datasets", "key": "datasets"},
-    # run_qa.py, run_glue.py and run_clm.py import it at their first line: a release that does not import with the
-    # rest of the stack fails here, not at the first job.
-    {"package": "evaluate", "module": "evaluate", "key": "evaluate"},
     {"package": "tokenizers", "module": "tokenizers", "key": "tokenizers"},
 )
 
@@ -863,9 +860,7 @@ def install_state(
     sha = requirements_hash(resolved)
     needed = not earlier or earlier.get("requirements_sha256") != sha or earlier.get("profile") != profile or bool(lost)
     versions = earlier.get("versions") if isinstance(earlier.get("versions"), Mapping) else {}
-    # A manifest without a key of STACK_IMPORTS predates that import (a collection that imports more since).
-    keys = ["python"] + [entry["key"] for entry in STACK_IMPORTS]
-    import_needed = bool(import_every_run) or needed or any(key not in versions for key in keys)
+    import_needed = bool(import_every_run) or needed or "python" not in versions
     if not import_needed:
         try:
             again = build_manifest(profile, sha, freeze or "", versions, versions["python"])
