@@ -13,7 +13,7 @@ import pathlib
 import shutil
 
 import pytest
-from ad_hoc import run_here
+from ad_hoc import NODE_PYTHON, run_here
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.amx.cluster.plugins.module_utils import node_state
@@ -129,8 +129,6 @@ class Action:
 
 
 def test_a_record_is_written_and_read_through_the_bundle_without_ansible_on_the_node(tmp_path):
-    from ad_hoc import NODE_PYTHON
-
     (tmp_path / "hosts").write_text("node1\n")
     task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
     record = {"role": "tcmalloc", "inputs_hash": "b" * 64, "stamp_dir": str(tmp_path / "stamps")}
@@ -151,8 +149,6 @@ def test_a_record_is_written_and_read_through_the_bundle_without_ansible_on_the_
 
 
 def test_a_wrong_record_call_fails_on_the_controller_or_with_the_nodes_reason(tmp_path, monkeypatch):
-    from ad_hoc import NODE_PYTHON
-
     task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
     action = Action(pipelining=True)
     with pytest.raises(AnsibleActionFail, match=r"node1: the record's parameters are wrong: .*inputs_hash"):
@@ -182,8 +178,6 @@ def test_a_connection_without_standard_input_reads_the_record_with_the_module(tm
 
 
 def test_a_call_leaves_the_shared_argument_spec_as_it_was(tmp_path):
-    from ad_hoc import NODE_PYTHON
-
     specs = (node_state.ARGUMENT_SPEC, CONTROLLER_SPEC)
     before = json.dumps(specs, sort_keys=True)
     task_vars = {"inventory_hostname": "node1", "ansible_python_interpreter": NODE_PYTHON}
@@ -192,8 +186,6 @@ def test_a_call_leaves_the_shared_argument_spec_as_it_was(tmp_path):
 
 
 def test_a_home_in_a_record_path_is_the_nodes_not_the_controllers(tmp_path, monkeypatch):
-    from ad_hoc import NODE_PYTHON
-
     monkeypatch.setenv("HOME", str(tmp_path / "controller"))
     node_home = tmp_path / "node"
     node_home.mkdir()
