@@ -103,8 +103,7 @@ ARGUMENT_SPEC: Dict[str, Any] = {
 }
 # What the node reads of preflight.yml left on each node (registered results), and on the master.
 NODE_READS = {
-    "folders": ("__train_folder_stat", "results"),
-    "writable": ("__train_folder_writable", "results"),
+    "folders": ("__train_folders", "folders"),
     "checkpoints": ("__train_checkpoint_files", "files"),
     "checksums": ("__train_smoke_sums", "stdout"),
 }

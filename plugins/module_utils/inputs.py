@@ -152,7 +152,7 @@ def existing_folder_problem(
     name: str, folder: str, stat: Mapping[str, Any], writable: Optional[bool], user: str, home: Optional[str]
 ) -> List[str]:
     """An existing folder that a role uses as it is: a folder (or a link to one) of its own, writable by `user`.
-    `stat` is the folder's ansible.builtin.stat result, `writable` whether `user` may write there."""
+    `stat` is amx.cluster.folder_info's entry for the folder, `writable` whether `user` may write there."""
     links = folder_problems({name: folder}, resolved={name: stat.get("lnk_source") or ""}, home=home)
     if links or not (stat.get("isdir") or stat.get("islnk")):
         what = "; ".join(links) if links else f"{name} {folder} exists but is not a folder"

@@ -251,15 +251,11 @@ def _layouts(
 def _folders(
     name: str, node: Mapping[str, Any], run_root: str, home: str, settings: Mapping[str, Any]
 ) -> Dict[str, Any]:
-    """The node's run folders as stat and ``test -w`` found them: the absent ones, and the problems."""
-    stats = [item for item in node.get("folders") or [] if isinstance(item, Mapping) and "stat" in item]
+    """The node's run folders as amx.cluster.folder_info found them: the absent ones, and the problems."""
+    folders = [item for item in node.get("folders") or [] if isinstance(item, Mapping) and "path" in item]
     problems: List[str] = []
-    not_dirs = [
-        item["item"]
-        for item in stats
-        if item["stat"].get("exists") and not item["stat"].get("isdir") and not item["stat"].get("islnk")
-    ]
-    link = stats[0]["stat"].get("lnk_source") if stats else None
+    not_dirs = [item["path"] for item in folders if item.get("exists") and not item.get("isdir")]
+    link = folders[0].get("lnk_source") if folders else None
     what = system_folder(link, home) if isinstance(link, str) and link else None
     links = [f"train_run_root is {run_root!r}, a link to {link!r}, {what}"] if what else []
     if not_dirs or links:
@@ -272,12 +268,7 @@ def _folders(
         if links:
             text += "; ".join(links) + ". "
         problems.append(text + "Set train_run_root to a folder of its own (nothing was changed)")
-    existing = {item["item"] for item in stats if item["stat"].get("exists")}
-    unwritable = [
-        item["item"]
-        for item in node.get("writable") or []
-        if isinstance(item, Mapping) and item.get("item") in existing and item.get("rc") != 0
-    ]
+    unwritable = [item["path"] for item in folders if item.get("writable") is False]
     if unwritable:
         problems.append(
             f"{name}: {', '.join(unwritable)} exist{_plural(unwritable, 's', '')} and"
@@ -285,7 +276,7 @@ def _folders(
             f" folder as it is and never changes its owner or mode: make it writable by {settings['user']} yourself,"
             f" or set train_run_root to another folder (an absent one is created for {settings['user']})"
         )
-    absent = [item["item"] for item in stats if not item["stat"].get("exists")]
+    absent = [item["path"] for item in folders if not item.get("exists")]
     return {"absent": absent, "problems": problems}
 
 

@@ -140,7 +140,8 @@ options:
         description: The home folder of O(settings.user); null when there is no such user.
         type: str
       stat:
-        description: The stat of the checkout folder (C(exists), C(isdir), C(islnk), C(lnk_source)).
+        description:
+          M(amx.cluster.folder_info)'s entry for the checkout folder (C(exists), C(isdir), C(islnk), C(lnk_source)).
         type: dict
         default: {}
       writable:

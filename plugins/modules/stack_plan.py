@@ -68,7 +68,8 @@ options:
     description:
       - What the role's probes found on the node - C(os_family), C(distribution), C(python) (amx.cluster.node_info's
         C(python), null when it failed) and C(python_error), C(markers), C(user) (C({home}), null when absent),
-        C(group_exists), C(primary_group), C(venv_stat) (the stat of the virtualenv folder) and C(venv_writable).
+        C(group_exists), C(primary_group), C(venv_stat) (M(amx.cluster.folder_info)'s entry for the virtualenv
+        folder) and C(venv_writable).
     type: dict
     default: {}
   index_answers:

@@ -80,12 +80,18 @@ def node(**given):
         "tcmalloc_library_path": "/usr/lib/libtcmalloc.so.4",
         "kernel": "6.8.0",
         "user": ["u", "1000", "1000", "", HOME, "/bin/bash"],
-        "folders": [{"item": f"{HOME}/amx-cluster-runs", "stat": {"exists": False}}],
-        "writable": [],
+        "folders": [folder(f"{HOME}/amx-cluster-runs")],
         "checksums": "",
     }
     found.update(given)
     return found
+
+
+def folder(path, exists=False, isdir=True, link=None, writable=True):
+    """One entry of amx.cluster.folder_info's answer."""
+    if not exists:
+        return {"path": path, "exists": False, "isdir": False, "islnk": False, "lnk_source": None, "writable": None}
+    return {"path": path, "exists": True, "isdir": isdir, "islnk": bool(link), "lnk_source": link, "writable": writable}
 
 
 def slurp(text):
@@ -126,6 +132,41 @@ def test_a_new_run_on_one_node_is_planned_with_the_roles_arguments():
     assert found["smoke"]["run"] and found["smoke"]["reason"] == "no record of an earlier smoke test"
     assert found["keep_plan"], found["keep_plan_reason"]
     assert found["record"]["nodes"][0]["name"] == "m" and found["record"]["data"] == "tiny"
+
+
+ROOT = f"{HOME}/amx-cluster-runs"
+
+
+@pytest.mark.parametrize(
+    ("folders", "expected"),
+    [
+        ([folder(ROOT, True), folder(RUN_DIR)], []),
+        (
+            [folder(ROOT, True, writable=False), folder(RUN_DIR)],
+            [f"m: {ROOT} exists and is not writable by u. The role uses an existing folder as it is"],
+        ),
+        (
+            [folder(ROOT, True), folder(RUN_DIR, True, isdir=False, writable=True)],
+            [f"m: {RUN_DIR} exists but is not a folder. Set train_run_root to a folder of its own"],
+        ),
+        (
+            [folder(ROOT, True, link="/usr", writable=False)],
+            [
+                f"m: train_run_root is '{ROOT}', a link to '/usr', a system folder. Set train_run_root",
+                f"m: {ROOT} exists and is not writable by u",
+            ],
+        ),
+        # A link that leads to a folder of its own is used as that folder.
+        ([folder(ROOT, True, link="/data/runs")], []),
+    ],
+    ids=["existing and writable", "not writable", "a file", "a link to a system folder", "a link to a folder"],
+)
+def test_existing_run_folders_are_used_as_they_are_or_refused(folders, expected):
+    found = compute(nodes={"m": node(folders=folders)})
+    assert len(found["problems"]) == len(expected), found["problems"]
+    for problem, start in zip(found["problems"], expected):
+        assert problem.startswith(start), problem
+    assert found["hosts"]["m"]["absent_folders"] == [item["path"] for item in folders if not item["exists"]]
 
 
 def test_every_problem_of_every_host_comes_at_once():
