@@ -532,3 +532,16 @@ def test_final_bundle_with_a_bad_pattern_says_so(run_files):
     answer = agent("final", dict(run, bundle={"skip": "(unclosed"}))
     assert "bundle" not in answer
     assert answer["bundle_error"].startswith("the bundle's skip pattern '(unclosed' is not a regular expression")
+
+
+def test_a_group_is_ended_as_soon_as_it_is_gone_though_its_leader_is_this_processs_child():
+    """kill_group waits for the group to empty, up to its grace. A leader that is this process's child stays a zombie,
+    a member of the group, until it is reaped: with reap (Popen.poll) the grace is not waited out (before, every job
+    stopped at its time limit waited 5 s of SIGTERM grace and 5 s after SIGKILL for its own launcher's zombie)."""
+    leader = subprocess.Popen(["sh", "-c", "sleep 300 & sleep 300; wait"], start_new_session=True)
+    started = time.monotonic()
+    train_agent.kill_group(leader.pid, grace=60.0, reap=leader.poll)
+    waited = time.monotonic() - started
+    # Both sleeps and the shell end at the SIGTERM; the 60 s grace is never needed.
+    assert leader.returncode == -15, leader.returncode
+    assert waited < 30, f"kill_group waited {waited:.1f} s for a group that had ended"
