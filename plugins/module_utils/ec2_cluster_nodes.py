@@ -29,6 +29,8 @@ from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 TAG_CLUSTER = "amx.cluster/cluster"
 TAG_ROLE = "amx.cluster/role"
 TAG_NODE_INDEX = "amx.cluster/node-index"
+# The worker count each run records on the master: a later run that does not set one keeps that size.
+TAG_WORKER_COUNT = "amx.cluster/worker-count"
 TAG_NAME = "Name"
 ROLE_MASTER = "master"
 ROLE_WORKER = "worker"
