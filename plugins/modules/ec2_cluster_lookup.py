@@ -18,7 +18,7 @@ description:
     default VPC's default subnet); and whether a security group or key pair named O(resource_name) exists without
     the cluster's tag, which the cluster must not take over.
   - It fails with every problem it found, each with what to change. The credentials and the region are checked
-    first: when they fail, nothing else is asked.
+    first, and when they fail nothing else is asked.
 author:
   - amx.cluster developers (@amx-cluster)
 options:
