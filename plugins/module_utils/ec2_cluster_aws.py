@@ -91,8 +91,10 @@ def module_client(module: Any, service: str = "ec2") -> Any:
     return module.client(service, config=Config(retries=dict(RETRIES)))
 
 
-def explain(exc: BaseException, region: Optional[str], action: str) -> str:
-    """A message for a failed call: what happened, and what to change."""
+def explain(
+    exc: BaseException, region: Optional[str], action: str, grant: str = "ec2:DescribeInstances and ec2:CreateTags"
+) -> str:
+    """A message for a failed call: what happened, and what to change (``grant``: the permissions it needs)."""
     if HAS_BOTO3:
         if isinstance(exc, botocore.exceptions.NoCredentialsError):
             return (
@@ -115,10 +117,7 @@ def explain(exc: BaseException, region: Optional[str], action: str) -> str:
             if code in AUTH_ERRORS:
                 return f"{action}: AWS refused the credentials ({code}). Check the access key, secret and profile"
             if code in DENIED_ERRORS:
-                return (
-                    f"{action}: the credentials may not call this ({code}): "
-                    "grant ec2:DescribeInstances and ec2:CreateTags"
-                )
+                return f"{action}: the credentials may not call this ({code}): grant {grant}"
             return f"{action}: {code}: {error.get('Message', '')}"
         if isinstance(exc, (botocore.exceptions.BotoCoreError, ResponseParserError)):
             first_line = str(exc).splitlines()[0]

@@ -109,7 +109,8 @@ def main() -> None:
     try:
         types = client.describe_instance_types(InstanceTypes=[instance_type]).get("InstanceTypes", [])
     except AWS_ERRORS as exc:
-        module.fail_json(msg=explain(exc, region, f"reading the vCPUs of instance type {instance_type}"))
+        action = f"reading the vCPUs of instance type {instance_type}"
+        module.fail_json(msg=explain(exc, region, action, "ec2:DescribeInstanceTypes"))
     if not types:
         module.fail_json(
             msg=f"instance type {instance_type} is not offered in {region}: set ec2_cluster_instance_type to one "

@@ -318,21 +318,22 @@ def main() -> None:
             " ec2_cluster_region to one of them, or opt in to the region first."
         )
 
-    step = "reading the cluster's master"
+    step, grant = "reading the cluster's master", "ec2:DescribeInstances"
     try:
         recorded = recorded_worker_count(client, params["cluster_name"])
-        step = "looking up the base image"
+        step, grant = "looking up the base image", "ec2:DescribeImages"
         image, problems = base_image(client, params, region)
-        step = "looking up the subnet"
+        step, grant = "looking up the subnet", "ec2:DescribeSubnets"
         chosen, found = subnet(client, params, region)
         problems += found
         key_pair_exists = False
         if chosen:
             step = "looking for a security group and a key pair of the cluster's name"
+            grant = "ec2:DescribeSecurityGroups and ec2:DescribeKeyPairs"
             key_pair_exists, found = taken_names(client, params, chosen["VpcId"])
             problems += found
     except AWS_ERRORS as exc:
-        module.fail_json(msg=explain(exc, region, step))
+        module.fail_json(msg=explain(exc, region, step, grant))
     if problems:
         module.fail_json(msg=" ".join(problems))
     module.exit_json(

@@ -167,6 +167,14 @@ def test_explain(error, expected):
     assert expected in explain(error, "eu-nowhere-9", "listing")
 
 
+def test_a_denied_call_names_the_permission_its_caller_needs():
+    denied = botocore.exceptions.ClientError({"Error": {"Code": "UnauthorizedOperation"}}, "DescribeImages")
+    assert explain(denied, "eu-west-1", "looking up the base image", "ec2:DescribeImages") == (
+        "looking up the base image: the credentials may not call this (UnauthorizedOperation): grant"
+        " ec2:DescribeImages"
+    )
+
+
 def aws_module(**params):
     """An AnsibleAWSModule (amazon.aws's base of the collection's AWS modules) with these parameters."""
     from ansible.module_utils.testing import patch_module_args
