@@ -170,8 +170,7 @@ def test_explain(error, expected):
 def test_a_denied_call_names_the_permission_its_caller_needs():
     denied = botocore.exceptions.ClientError({"Error": {"Code": "UnauthorizedOperation"}}, "DescribeImages")
     assert explain(denied, "eu-west-1", "looking up the base image", "ec2:DescribeImages") == (
-        "looking up the base image: the credentials may not call this (UnauthorizedOperation): grant"
-        " ec2:DescribeImages"
+        "looking up the base image: the credentials may not call this (UnauthorizedOperation): grant ec2:DescribeImages"
     )
 
 
