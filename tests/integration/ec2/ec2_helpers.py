@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import json
 import pathlib
 import re
+import subprocess
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
 VENV_BIN = REPO / ".venv" / "bin"
@@ -135,3 +137,22 @@ def launch(ec2, count: int, role: Optional[str], cluster: str, **tags: str) -> L
         TagSpecifications=[{"ResourceType": "instance", "Tags": [{"Key": k, "Value": v} for k, v in all_tags.items()]}],
     )
     return sorted(reservation["Instances"], key=lambda i: i["AmiLaunchIndex"])
+
+
+def ad_hoc(aws_env: Dict[str, str], tmp_path: pathlib.Path, module: str, args: str, *extra: str) -> Tuple[Any, Dict]:
+    """`ansible localhost -m amx.cluster.<module> -a <args>` with the tests' environment: the process, and the
+    module's result as the tree callback wrote it (which leaves ``failed`` out: the exit status says it)."""
+    tree = tmp_path / "tree"
+    empty = tmp_path / "empty-inventory.yml"
+    empty.write_text("all: {}\n")
+    command = [str(VENV_BIN / "ansible"), "localhost", "-i", str(empty), "-m", f"amx.cluster.{module}"]
+    proc = subprocess.run(
+        [*command, "-a", args, "--tree", str(tree), *extra],
+        cwd=REPO,
+        env=dict(aws_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc, json.loads((tree / "localhost").read_text())

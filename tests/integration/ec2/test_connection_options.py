@@ -15,11 +15,10 @@ import datetime
 import ipaddress
 import json
 import pathlib
-import subprocess
 
 import moto_server
 import pytest
-from ec2_helpers import ACCESS_KEY_ID, HERE, REGION, REPO, SECRET_ACCESS_KEY, VENV_BIN, launch
+from ec2_helpers import ACCESS_KEY_ID, HERE, REGION, SECRET_ACCESS_KEY, ad_hoc, launch
 from net import free_port
 
 
@@ -37,32 +36,8 @@ def bare_env(aws_env):
 
 
 def run_nodes(env, tmp_path, args):
-    """ansible localhost -m amx.cluster.ec2_cluster_nodes -a ARGS; (process, result as JSON)."""
-    tree = tmp_path / "tree"
-    empty = tmp_path / "empty-inventory.yml"
-    empty.write_text("all: {}\n")
-    proc = subprocess.run(
-        [
-            str(VENV_BIN / "ansible"),
-            "localhost",
-            "-i",
-            str(empty),
-            "-m",
-            "amx.cluster.ec2_cluster_nodes",
-            "-a",
-            json.dumps(args),
-            "--tree",
-            str(tree),
-            "-v",
-        ],
-        cwd=REPO,
-        env=dict(env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    return proc, json.loads((tree / "localhost").read_text())
+    """ansible localhost -m amx.cluster.ec2_cluster_nodes -a ARGS -v; (process, result as JSON)."""
+    return ad_hoc(env, tmp_path, "ec2_cluster_nodes", json.dumps(args), "-v")
 
 
 def test_module_defaults_of_the_group_reach_both_collections(ec2, moto, playbook, bare_env, tmp_path):

@@ -10,10 +10,9 @@ playbooks in test_bad_input.py; these are the module's answers themselves, and t
 from __future__ import annotations
 
 import json
-import subprocess
 
 import ec2_helpers
-from ec2_helpers import BASE_IMAGE, CANONICAL, REGION, REPO, VENV_BIN
+from ec2_helpers import BASE_IMAGE, CANONICAL, REGION
 
 NOBLE = "ubuntu/images/hvm-ssd-gp3/ubuntu-noble-24.04-amd64-server-*"
 ARM64_IMAGE = "ami-0a1b2c3d4e5f60003"
@@ -31,21 +30,7 @@ def lookup(aws_env, tmp_path, **args):
         "region": REGION,
         **args,
     }
-    tree = tmp_path / "tree"
-    empty = tmp_path / "empty-inventory.yml"
-    empty.write_text("all: {}\n")
-    command = [str(VENV_BIN / "ansible"), "localhost", "-i", str(empty), "-m", "amx.cluster.ec2_cluster_lookup"]
-    proc = subprocess.run(
-        [*command, "-a", json.dumps(given), "--tree", str(tree)],
-        cwd=REPO,
-        env=dict(aws_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    found = json.loads((tree / "localhost").read_text())
-    # The tree callback leaves "failed" out of a failed module's result: the exit status says it.
+    proc, found = ec2_helpers.ad_hoc(aws_env, tmp_path, "ec2_cluster_lookup", json.dumps(given))
     return dict(found, failed=proc.returncode != 0)
 
 

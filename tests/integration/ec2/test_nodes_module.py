@@ -5,11 +5,8 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import ec2_helpers
-from ec2_helpers import REGION, REPO, VENV_BIN
+from ec2_helpers import REGION
 
 
 def launch(ec2, count, role, cluster="mod", **tags):
@@ -17,22 +14,8 @@ def launch(ec2, count, role, cluster="mod", **tags):
 
 
 def run_module(aws_env, tmp_path, *extra, args="cluster_name=mod region=" + REGION):
-    """ansible localhost -m amx.cluster.ec2_cluster_nodes, with its result as JSON (the tree callback)."""
-    tree = tmp_path / "tree"
-    empty = tmp_path / "empty-inventory.yml"
-    empty.write_text("all: {}\n")
-    command = [str(VENV_BIN / "ansible"), "localhost", "-i", str(empty), "-m", "amx.cluster.ec2_cluster_nodes"]
-    proc = subprocess.run(
-        [*command, "-a", args, "--tree", str(tree), *extra],
-        cwd=REPO,
-        env=dict(aws_env, ANSIBLE_LOAD_CALLBACK_PLUGINS="1"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    result = json.loads((tree / "localhost").read_text())
-    return proc, result
+    """ansible localhost -m amx.cluster.ec2_cluster_nodes: the process and its result."""
+    return ec2_helpers.ad_hoc(aws_env, tmp_path, "ec2_cluster_nodes", args, *extra)
 
 
 def tags_of(ec2, instance_id):
