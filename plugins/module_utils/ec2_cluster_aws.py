@@ -34,7 +34,13 @@ MISSING_BOTO3 = (
     "boto3 and botocore are required on the controller for the EC2 cluster; install them into the "
     "Python that runs Ansible (pip install boto3)"
 )
-AUTH_ERRORS = ("AuthFailure", "UnrecognizedClientException", "InvalidClientTokenId", "SignatureDoesNotMatch")
+AUTH_ERRORS = (
+    "AuthFailure",
+    "UnrecognizedClientException",
+    "InvalidClientTokenId",
+    "SignatureDoesNotMatch",
+    "ExpiredToken",
+)
 DENIED_ERRORS = ("UnauthorizedOperation", "AccessDenied", "AccessDeniedException")
 MAX_PAGE_SIZE = 1000
 MIN_PAGE_SIZE = 5

@@ -149,8 +149,6 @@ if HAS_BOTO3:
 # The states of an instance that still counts as the cluster's master.
 LIVE_STATES = ["pending", "running", "stopping", "stopped"]
 RECORDED_COUNT = re.compile(r"^[0-9]{1,5}$")
-# Besides AUTH_ERRORS: an expired session.
-REFUSED_CREDENTIALS = (*AUTH_ERRORS, "ExpiredToken")
 
 
 def access_problem(exc: BaseException, region: str) -> str:
@@ -162,7 +160,7 @@ def access_problem(exc: BaseException, region: str) -> str:
             "no AWS credentials found: export AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, export AWS_PROFILE or"
             " set ec2_cluster_aws_profile, or run `aws configure`."
         )
-    elif code in REFUSED_CREDENTIALS:
+    elif code in AUTH_ERRORS:
         advice = (
             "AWS refused the credentials: check the access key and secret (or renew the session) of the profile in use."
         )

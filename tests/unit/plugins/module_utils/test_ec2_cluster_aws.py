@@ -156,6 +156,10 @@ def test_describe_cluster_instances_collects_both_page_forms_and_unhooks():
             "AWS refused the credentials (AuthFailure)",
         ),
         (
+            botocore.exceptions.ClientError({"Error": {"Code": "ExpiredToken", "Message": "x"}}, "DescribeRegions"),
+            "AWS refused the credentials (ExpiredToken)",
+        ),
+        (
             botocore.exceptions.ClientError({"Error": {"Code": "UnauthorizedOperation"}}, "DescribeInstances"),
             "grant ec2:DescribeInstances",
         ),
